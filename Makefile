@@ -1,0 +1,39 @@
+# mrcrawl: `make help` lists the targets. Variables can be set on the command line:
+#   make crawl DEPTH=2 SEEDS=seeds/seeds.txt OUT=crawl RUNNER=local
+PYTHON ?= python3.11
+VENV   ?= .venv
+RUNNER ?= local
+DEPTH  ?= 3
+SEEDS  ?= seeds/seeds.txt
+OUT    ?= crawl
+# Extra arguments for `mrcrawl crawl`, e.g. ARGS="--set politeness.delay=2"
+ARGS   ?=
+
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help venv crawl demo test clean
+
+help:  ## Show this help
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+
+$(STAMP): setup.cfg setup.py
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+venv: $(STAMP)  ## Create the virtual environment (.venv) and install mrcrawl in it
+
+crawl: $(STAMP)  ## Crawl SEEDS to DEPTH into OUT with RUNNER (default: local runner, ./crawl)
+	$(BIN)/mrcrawl crawl --seeds $(SEEDS) --depth $(DEPTH) --out $(OUT) -r $(RUNNER) $(ARGS)
+
+demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
+	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
+
+test: $(STAMP)  ## Run the test suite
+	$(BIN)/python -m pytest tests
+
+clean:  ## Remove the virtual environment and local crawl outputs
+	rm -rf $(VENV) crawl demo-crawl

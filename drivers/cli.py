@@ -1,0 +1,118 @@
+"""The ``mrcrawl`` command.
+
+    mrcrawl crawl --seeds FILE --depth N --out DIR [-r inline|local|hadoop]
+                  [--conf FILE] [--set SECTION.KEY=VALUE ...]
+    mrcrawl demo [--depth N] [--out DIR]
+
+Errors the user can act on (missing seeds file, unwritable output folder, bad
+configuration, a failed step) print one line and exit with status 2.
+"""
+import argparse
+import logging
+import sys
+
+from jobs.lib import config
+
+EXIT_USAGE = 2
+
+
+def _add_crawl_options(p, seeds_required=True):
+    p.add_argument('--depth', type=int, default=3,
+                   help='Link hops from the seeds to fetch: seeds are depth 0, so N+1 '
+                        'layers (as wget -l N, Scrapy DEPTH_LIMIT=N). Default: %(default)s')
+    p.add_argument('-r', '--runner', choices=('inline', 'local', 'hadoop'), default='local',
+                   help='mrjob runner: inline (one process, for debugging), local '
+                        '(subprocesses on this machine), hadoop (Hadoop Streaming on '
+                        'YARN; OUT may be hdfs:///...). Default: %(default)s')
+    p.add_argument('--conf', metavar='FILE',
+                   help='Site configuration (TOML) overriding conf/defaults.toml.')
+    p.add_argument('--set', metavar='SECTION.KEY=VALUE', action='append', default=[],
+                   help='Override one setting, after --conf; repeatable. '
+                        'Example: --set politeness.delay=0.5')
+    p.add_argument('-q', '--quiet', action='store_true', help='Print only the summary.')
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog='mrcrawl',
+        description='A layer-by-layer web crawler that runs as MapReduce jobs (mrjob). '
+                    'Settings and their defaults: conf/defaults.toml.')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+
+    crawl = sub.add_parser('crawl', help='Crawl from seed URLs into an output folder.',
+                           description='Crawl from seed URLs, layer by layer: fetch, '
+                                       'parse, optimize per layer, then merge and xml. '
+                                       'Rerunning the same command resumes.')
+    crawl.add_argument('--seeds', required=True, metavar='FILE',
+                       help='Seed URLs, one per line; blank lines and # comments skipped.')
+    crawl.add_argument('--out', required=True, metavar='DIR',
+                       help='Output folder (local path or hdfs:///path).')
+    _add_crawl_options(crawl)
+
+    demo = sub.add_parser('demo', help='Serve the fixture website on 127.0.0.1 and crawl it.',
+                          description='Start the project\'s fixture website on loopback, '
+                                      'crawl it and print the summary (no internet needed).')
+    demo.add_argument('--out', default='demo-crawl', metavar='DIR',
+                      help='Output folder (replaced). Default: %(default)s')
+    _add_crawl_options(demo)
+    return parser
+
+
+def _print(msg):
+    print(msg, flush=True)
+
+
+def run_crawl(args, seeds, out, extra_sets=()):
+    from drivers.crawl import Crawl, CrawlError
+    try:
+        conf = config.load(args.conf, list(extra_sets) + args.set)
+    except config.ConfigError as e:
+        print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    progress = (lambda msg: None) if args.quiet else _print
+    crawl = Crawl(out, conf, runner=args.runner, depth=args.depth, progress=progress)
+    try:
+        report = crawl.run(seeds)
+    except CrawlError as e:
+        print('mrcrawl: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    if args.quiet:
+        print(crawl.report.format_summary(report))
+    return 0
+
+
+def run_demo(args):
+    import os
+    import shutil
+    import tempfile
+    from drivers.fixture_site import FixtureSite
+    if os.path.isdir(args.out):
+        shutil.rmtree(args.out)
+    with FixtureSite() as site:
+        fd, seeds = tempfile.mkstemp(prefix='mrcrawl-demo-seeds-', suffix='.txt')
+        with os.fdopen(fd, 'w') as f:
+            f.write(site.url('/') + '\n')
+        _print('demo: fixture website at %s (crawl delay 0.05 s)' % site.url('/'))
+        try:
+            return run_crawl(args, seeds, args.out, extra_sets=[
+                'security.allow_private_networks=true', 'politeness.delay=0.05'])
+        finally:
+            os.remove(seeds)
+
+
+def main(argv=None):
+    logging.basicConfig(level=logging.WARNING, format='%(name)s: %(message)s')
+    logging.getLogger('mrjob').setLevel(logging.ERROR)
+    args = build_parser().parse_args(argv)
+    if args.depth < 0:
+        print('mrcrawl: --depth must be >= 0', file=sys.stderr)
+        return EXIT_USAGE
+    if args.command == 'crawl':
+        return run_crawl(args, args.seeds, args.out)
+    if args.command == 'demo':
+        return run_demo(args)
+    return EXIT_USAGE
+
+
+if __name__ == '__main__':
+    sys.exit(main())

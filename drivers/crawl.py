@@ -1,0 +1,216 @@
+"""The crawl loop (Nutch's bin/crawl, as MapReduce jobs run through mrjob).
+
+    seeds -> in/000
+    for each layer L = 0 .. depth:
+        fetch     in/L                      -> doc/L       (MRFetch, CrawlerDriver)
+        parse     doc/L                     -> out/L       (MRParse, ParserDriver)
+        optimize  crawldb/L-1 + out/L       -> crawldb/L   (MROptimize, OptimizerDriver)
+        generate  crawldb/L                 -> in/L+1      (MRGenerate, OptimizerDriver)
+        stop when L = depth, when in/L+1 is empty, or when OUT/STOP exists
+    merge   out/*     -> merged/   (MRMerge, MergeDriver)
+    xml     merged/   -> xml/      (MRHtmlToXml, HtmlToXmlDriver)
+
+Each step writes to OUT/tmp/<step> and is renamed into place only when it succeeded,
+after its counters were saved in OUT/steps/<step>.json. A step whose output folder
+exists is done, so rerunning the same command after a crash continues from the last
+completed step and fetches nothing twice.
+"""
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+
+from drivers import fs as fslib
+from drivers.report import Report
+from drivers.seeds import read_seeds
+from jobs.lib import config, counters as C
+
+log = logging.getLogger('mrcrawl')
+
+
+class CrawlError(Exception):
+    """A failure the user can act on: printed as one line, exit status 2."""
+
+
+class StepFailed(CrawlError):
+    pass
+
+
+def _layer(n):
+    return '%03d' % n
+
+
+class Crawl:
+    def __init__(self, out, conf, runner='local', depth=3, progress=print, runner_args=()):
+        self.out = out.rstrip('/') if out != '/' else out
+        self.conf = conf
+        self.runner = runner
+        self.depth = depth
+        self.progress = progress
+        self.runner_args = list(runner_args)
+        self.fs = fslib.for_path(self.out)
+        self.report = Report(self.out, self.fs, conf, depth, runner)
+        self._conf_file = None
+
+    # -- paths ----------------------------------------------------------------------
+
+    def path(self, *parts):
+        return self.fs.join(self.out, *parts)
+
+    # -- setup ----------------------------------------------------------------------
+
+    def prepare(self):
+        try:
+            self.fs.check_writable(self.out)
+            for sub in ('in', 'doc', 'out', 'crawldb', 'steps'):
+                self.fs.mkdirs(self.path(sub))
+        except OSError as e:
+            raise CrawlError('cannot write the crawl output folder %s: %s' % (
+                self.out, e.strerror or e))
+        text = json.dumps(self.conf, indent=1, sort_keys=True)
+        self.fs.write_text(self.path('conf.json'), text)
+        fd, self._conf_file = tempfile.mkstemp(prefix='mrcrawl-conf-', suffix='.json')
+        with os.fdopen(fd, 'w') as f:
+            f.write(text)
+
+    def inject(self, seeds_path):
+        """Seeds file -> in/000 (skipped if in/000 exists: a resumed crawl)."""
+        final = self.path('in', _layer(0))
+        if self.fs.exists(final):
+            return self.report.load_step('inject')
+        try:
+            seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'])
+        except OSError as e:
+            raise CrawlError('cannot read seeds file %s: %s' % (seeds_path, e.strerror or e))
+        info = seeds.as_dict()
+        bad = sum(seeds.bad.values())
+        if bad:
+            self.progress('seeds: %d bad line(s) skipped: %s' % (bad, ', '.join(
+                '%s=%d' % kv for kv in sorted(seeds.bad.items()))))
+            for ex in seeds.examples[:5]:
+                self.progress('  line %d (%s): %s' % (ex[0], ex[1], ex[2]))
+        if not seeds.good:
+            raise CrawlError('no valid seed URL in %s (%d bad line(s))' % (seeds_path, bad))
+        tmp = self.path('tmp', 'inject')
+        self.fs.rm(tmp)
+        self.fs.mkdirs(tmp)
+        self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
+            json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in seeds.good))
+        step = {'counters': {'inject': {'seeds_total': len(seeds.good),
+                                        'seeds_bad_total': bad}},
+                'seeds': info, 'seconds': 0.0}
+        self.report.save_step('inject', step)
+        self.fs.rename(tmp, final)
+        return step
+
+    # -- running one job ------------------------------------------------------------
+
+    def run_step(self, name, job_cls, inputs, final, extra_args=()):
+        """Run *job_cls* over *inputs* into *final* unless it is already there."""
+        if self.fs.exists(final):
+            return self.report.load_step(name)
+        tmp = self.path('tmp', name)
+        self.fs.rm(tmp)
+        args = ['-r', self.runner, '--crawl-conf', self._conf_file, '--output-dir',
+                self.fs.local_path(tmp) if self.runner != 'hadoop' else tmp,
+                ] + self.runner_args + list(extra_args) + list(inputs)
+        job = job_cls(args=args)
+        start = time.monotonic()
+        try:
+            with job.make_runner() as runner:
+                runner.run()
+                counters = runner.counters()
+        except Exception as e:
+            raise StepFailed('step %s failed: %s: %s\n  command: %s %s' % (
+                name, type(e).__name__, e, job_cls.__name__, ' '.join(args)))
+        merged = {}
+        for step_counters in counters:
+            for group, names in step_counters.items():
+                merged.setdefault(group, {})
+                for k, v in names.items():
+                    merged[group][k] = merged[group].get(k, 0) + v
+        step = {'counters': merged, 'seconds': round(time.monotonic() - start, 3)}
+        self.report.save_step(name, step)
+        if not self.fs.exists(tmp):
+            self.fs.mkdirs(tmp)   # an empty result is still a result
+        self.fs.rm(final)
+        self.fs.rename(tmp, final)
+        return step
+
+    # -- the loop -------------------------------------------------------------------
+
+    def stop_requested(self):
+        return self.fs.exists(self.path('STOP'))
+
+    def run(self, seeds_path):
+        from jobs.fetch import MRFetch
+        from jobs.generate import MRGenerate
+        from jobs.html_to_xml import MRHtmlToXml
+        from jobs.merge import MRMerge
+        from jobs.optimize import MROptimize
+        from jobs.parse import MRParse
+
+        self.prepare()
+        inject = self.inject(seeds_path)
+        urls_in = inject['counters']['inject']['seeds_total']
+        layers_done = []
+        for layer in range(self.depth + 1):
+            L = _layer(layer)
+            self.progress('layer %s: %d URL(s) to fetch' % (L, urls_in))
+            steps = {}
+            steps['fetch'] = self.run_step('fetch-' + L, MRFetch, [self.path('in', L)],
+                                           self.path('doc', L), ['--layer', str(layer)])
+            self.progress('  fetch    %6.1fs' % steps['fetch']['seconds'])
+            steps['parse'] = self.run_step('parse-' + L, MRParse, [self.path('doc', L)],
+                                           self.path('out', L), ['--layer', str(layer)])
+            self.progress('  parse    %6.1fs' % steps['parse']['seconds'])
+            db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
+            steps['optimize'] = self.run_step(
+                'optimize-' + L, MROptimize, db_in + [self.path('out', L)],
+                self.path('crawldb', L), ['--layer', str(layer)])
+            self.progress('  optimize %6.1fs' % steps['optimize']['seconds'])
+            self._prune_crawldb(layer)
+            generated = None
+            if layer < self.depth:
+                nxt = _layer(layer + 1)
+                steps['generate'] = self.run_step(
+                    'generate-' + nxt, MRGenerate, [self.path('crawldb', L)],
+                    self.path('in', nxt), ['--max-depth', str(self.depth),
+                                           '--layer', str(layer + 1)])
+                generated = steps['generate']['counters'].get(C.GENERATE, {}).get(
+                    C.GENERATED, 0)
+            row = self.report.layer_row(layer, urls_in, steps)
+            layers_done.append(row)
+            self.progress(self.report.format_row(row))
+            if generated is None:
+                break
+            if not generated:
+                self.progress('layer %s: no new URLs; stopping' % _layer(layer + 1))
+                break
+            if self.stop_requested():
+                self.progress('STOP file found in %s; stopping after layer %s' % (self.out, L))
+                return self.finish(layers_done, stopped=True)
+            urls_in = generated
+        last = len(layers_done) - 1
+        outs = [self.path('out', _layer(n)) for n in range(last + 1)]
+        self.progress('merge: %d layer(s)' % len(outs))
+        merge = self.run_step('merge', MRMerge, outs, self.path('merged'))
+        xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
+        return self.finish(layers_done, merge=merge, xml=xml)
+
+    def _prune_crawldb(self, layer):
+        """Keep the two newest crawl database versions (the newest and its backup)."""
+        for name in self.fs.listdir(self.path('crawldb')):
+            if name.isdigit() and int(name) < layer - 1:
+                self.fs.rm(self.path('crawldb', name))
+
+    def finish(self, layers, merge=None, xml=None, stopped=False):
+        report = self.report.write(layers, merge, xml, stopped)
+        self.progress(self.report.format_summary(report))
+        self.fs.rm(self.path('tmp'))
+        if self._conf_file:
+            os.remove(self._conf_file)
+            self._conf_file = None
+        return report

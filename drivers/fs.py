@@ -1,0 +1,65 @@
+"""The driver's bookkeeping on the crawl's folders: local paths or hdfs:// URIs.
+
+Jobs read and write these folders through mrjob; the driver only checks, renames and
+writes small files. Local folders use os/shutil; HDFS goes through WebHDFS (the
+``hdfs`` package), never a JVM per call.
+"""
+import os
+import shutil
+import tempfile
+
+
+class LocalFS:
+    """Plain local folders."""
+
+    def join(self, *parts):
+        return os.path.join(*parts)
+
+    def exists(self, path):
+        return os.path.exists(path)
+
+    def mkdirs(self, path):
+        os.makedirs(path, exist_ok=True)
+
+    def rm(self, path):
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        elif os.path.exists(path):
+            os.remove(path)
+
+    def rename(self, src, dst):
+        os.rename(src, dst)
+
+    def write_text(self, path, text):
+        """Atomically replace *path* with *text*."""
+        d = os.path.dirname(path) or '.'
+        fd, tmp = tempfile.mkstemp(dir=d, prefix='.tmp-')
+        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+    def read_text(self, path):
+        with open(path, encoding='utf-8') as f:
+            return f.read()
+
+    def listdir(self, path):
+        return sorted(os.listdir(path)) if os.path.isdir(path) else []
+
+    def check_writable(self, path):
+        """Raise OSError with a plain message if *path* cannot hold the crawl."""
+        self.mkdirs(path)
+        probe = os.path.join(path, '.mrcrawl-write-test')
+        with open(probe, 'w') as f:
+            f.write('ok')
+        os.remove(probe)
+
+    def local_path(self, path):
+        return path
+
+
+def for_path(path):
+    """The filesystem for *path*: HDFS for hdfs:// URIs, else local."""
+    if path.startswith('hdfs://'):
+        from drivers.hdfs import WebHDFS
+        return WebHDFS.from_uri(path)
+    return LocalFS()

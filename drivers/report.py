@@ -1,0 +1,115 @@
+"""Per-step counters, the per-layer summary and report.json.
+
+Each finished step's counters and wall time are saved in OUT/steps/<step>.json, so a
+resumed crawl still reports every layer. report.json holds the crawl's settings, one
+row per layer and the merge/xml totals; the same rows are printed as a table.
+"""
+import json
+import time
+
+from jobs.lib import counters as C, records as R
+
+#: Columns of the per-layer table: (title, key).
+COLUMNS = (('layer', 'layer'), ('in', 'urls_in'), ('fetched', 'fetched'),
+           ('http_err', 'http_error'), ('net_err', 'network_error'),
+           ('robots', 'robots_denied'), ('filtered', 'filtered'), ('deferred', 'deferred'),
+           ('new_urls', 'new_urls'), ('bytes', 'bytes'), ('seconds', 'seconds'))
+
+
+class Report:
+    def __init__(self, out, fs, conf, depth, runner):
+        self.out = out
+        self.fs = fs
+        self.conf = conf
+        self.depth = depth
+        self.runner = runner
+
+    def _step_path(self, name):
+        return self.fs.join(self.out, 'steps', name + '.json')
+
+    def save_step(self, name, step):
+        self.fs.write_text(self._step_path(name), json.dumps(step, sort_keys=True))
+
+    def load_step(self, name):
+        try:
+            return json.loads(self.fs.read_text(self._step_path(name)))
+        except (OSError, ValueError):
+            return {'counters': {}, 'seconds': 0.0, 'missing': True}
+
+    @staticmethod
+    def layer_row(layer, urls_in, steps):
+        fetch = steps['fetch']['counters'].get(C.FETCH, {})
+        optimize = steps['optimize']['counters'].get(C.OPTIMIZE, {})
+
+        def status_total(status):
+            prefix = C.status(C.FETCH, status)[:-len('_total')]
+            return sum(v for k, v in fetch.items() if k.startswith(prefix))
+
+        row = {'layer': layer, 'urls_in': urls_in}
+        for status in R.FETCH_STATUSES:
+            row[status] = status_total(status)
+        row['errors_by_reason'] = {
+            k[len('fetch_'):-len('_total')]: v for k, v in sorted(fetch.items())
+            if k.startswith(('fetch_http_error_', 'fetch_network_error_', 'fetch_filtered_',
+                             'fetch_deferred_', 'fetch_robots_denied_'))}
+        row['new_urls'] = optimize.get(C.NEW_URLS, 0)
+        row['bytes'] = fetch.get(C.BYTES, 0)
+        # The sum of the steps' own times, so a resumed crawl reports the same figures.
+        row['seconds'] = round(sum(v['seconds'] for v in steps.values()), 2)
+        row['step_seconds'] = {k: v['seconds'] for k, v in steps.items()}
+        row['accounted'] = sum(row[s] for s in R.FETCH_STATUSES)
+        return row
+
+    @staticmethod
+    def format_header():
+        return ' '.join('%9s' % title for title, _ in COLUMNS)
+
+    @staticmethod
+    def format_row(row):
+        cells = []
+        for _, key in COLUMNS:
+            v = row.get(key, 0)
+            cells.append('%9s' % ('%.1f' % v if isinstance(v, float) else v))
+        return ' '.join(cells)
+
+    def write(self, layers, merge, xml, stopped):
+        report = {
+            'out': self.out, 'runner': self.runner, 'depth': self.depth,
+            'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
+            'stopped_by_user': stopped,
+            'settings': {'politeness.delay': self.conf['politeness']['delay'],
+                         'politeness.user_agent': self.conf['politeness']['user_agent']},
+            'seeds': self.load_step('inject').get('seeds'),
+            'layers': layers,
+            'totals': {key: sum(row.get(key, 0) for row in layers)
+                       for _, key in COLUMNS[1:]},
+        }
+        if merge is not None:
+            m = merge['counters'].get(C.MERGE, {})
+            report['merge'] = {'pages': m.get(C.MERGED_PAGES, 0),
+                               'exact_duplicates': m.get(C.EXACT_DUPLICATES, 0),
+                               'seconds': merge['seconds']}
+        if xml is not None:
+            report['xml'] = {'documents': xml['counters'].get(C.XML, {}).get(C.XML_DOCS, 0),
+                             'seconds': xml['seconds']}
+        self.fs.write_text(self.fs.join(self.out, 'report.json'),
+                           json.dumps(report, indent=1, sort_keys=True))
+        return report
+
+    def format_summary(self, report):
+        lines = ['', 'crawl summary (%s, runner %s, depth %d)' % (
+            report['out'], report['runner'], report['depth']), self.format_header()]
+        lines += [self.format_row(row) for row in report['layers']]
+        lines.append(self.format_row(dict(report['totals'], layer='total')))
+        for row in report['layers']:
+            if row['errors_by_reason']:
+                lines.append('layer %03d outcomes by reason: %s' % (row['layer'], ', '.join(
+                    '%s=%d' % kv for kv in row['errors_by_reason'].items())))
+        if 'merge' in report:
+            lines.append('merged pages: %d (exact duplicates folded: %d)' % (
+                report['merge']['pages'], report['merge']['exact_duplicates']))
+        if 'xml' in report:
+            lines.append('xml documents: %d in %s/xml' % (report['xml']['documents'],
+                                                         report['out']))
+        lines.append('report: %s/report.json' % report['out'])
+        return '\n'.join(lines)

@@ -1,0 +1,58 @@
+"""Reading a seeds file: one URL per line; blank lines and ``#`` comments are skipped.
+
+Bad lines (not an absolute http(s) URL: relative, ftp:, javascript:, garbage, too long)
+are counted by reason and reported with their line numbers; good ones are normalised
+and de-duplicated.
+"""
+from jobs.lib import urls
+
+
+class SeedReport:
+    def __init__(self):
+        self.good = []
+        self.bad = {}          # reason -> count
+        self.examples = []     # (line number, reason, text) for the first few
+        self.duplicates = 0
+        self.skipped = 0       # blank and comment lines
+
+    def reject(self, lineno, reason, text):
+        self.bad[reason] = self.bad.get(reason, 0) + 1
+        if len(self.examples) < 10:
+            self.examples.append((lineno, reason, text[:120]))
+
+    def as_dict(self):
+        return {'good': len(self.good), 'bad': dict(self.bad), 'duplicates': self.duplicates,
+                'examples': [{'line': n, 'reason': r, 'text': t} for n, r, t in self.examples]}
+
+
+def read_seeds(path, max_url_length=2048):
+    """Parse *path*; raises OSError if it cannot be read."""
+    report = SeedReport()
+    seen = set()
+    with open(path, 'rb') as f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                line = raw.decode('utf-8').strip()
+            except UnicodeDecodeError:
+                report.reject(lineno, 'not_utf8', raw.decode('utf-8', 'replace').strip())
+                continue
+            if not line or line.startswith('#'):
+                report.skipped += 1
+                continue
+            text = line.split()[0]
+            if urls.resolve(None, text) is None:
+                report.reject(lineno, 'not_absolute_url', line)
+                continue
+            url = urls.normalize(text)
+            if url is None:
+                report.reject(lineno, 'not_http', line)
+                continue
+            if len(url) > max_url_length:
+                report.reject(lineno, 'url_too_long', line)
+                continue
+            if url in seen:
+                report.duplicates += 1
+                continue
+            seen.add(url)
+            report.good.append(url)
+    return report

@@ -1,0 +1,89 @@
+"""The shared base of mrcrawl's jobs (cc-mrjob's mrcc.py idea).
+
+It handles what every job does the same way: the resolved configuration file
+(``--conf``), JSON-lines records in and out (orjson), malformed input counted instead
+of crashing, and counters under the job's group. A job subclass sets ``COUNTER_GROUP``
+and writes its mappers and reducers over dict records.
+"""
+import orjson
+from mrjob.job import MRJob
+
+from jobs.lib import config, counters as C
+
+
+class JSONLinesValueProtocol:
+    """Value-only JSON lines (key ignored): the format of every record folder."""
+
+    @staticmethod
+    def read(line):
+        return None, orjson.loads(line)
+
+    @staticmethod
+    def write(key, value):
+        return orjson.dumps(value)
+
+
+class JSONKeyValueProtocol:
+    """``key<TAB>value``, both JSON: the shuffle between mappers and reducers."""
+
+    @staticmethod
+    def read(line):
+        k, _, v = line.partition(b'\t')
+        return orjson.loads(k), orjson.loads(v)
+
+    @staticmethod
+    def write(key, value):
+        return orjson.dumps(key) + b'\t' + orjson.dumps(value)
+
+
+class RawLineProtocol:
+    """Input lines as bytes; the base job decodes them so bad lines are counted."""
+
+    @staticmethod
+    def read(line):
+        return None, line
+
+    @staticmethod
+    def write(key, value):
+        return value
+
+
+class CrawlJob(MRJob):
+    """Base job: ``--conf`` file, JSON-lines records, counters in one group."""
+
+    INPUT_PROTOCOL = RawLineProtocol
+    INTERNAL_PROTOCOL = JSONKeyValueProtocol
+    OUTPUT_PROTOCOL = JSONLinesValueProtocol
+    COUNTER_GROUP = 'mrcrawl'
+
+    def configure_args(self):
+        super().configure_args()
+        self.add_file_arg('--crawl-conf', help='Resolved configuration (JSON) the driver wrote.')
+        self.add_passthru_arg('--layer', type=int, default=0,
+                              help='Crawl layer this run belongs to. Default: %(default)s')
+
+    @property
+    def conf(self):
+        if not hasattr(self, '_conf'):
+            self._conf = config.load_resolved(self.options.crawl_conf) if self.options.crawl_conf \
+                else config.load()
+        return self._conf
+
+    def count(self, name, amount=1):
+        if amount:
+            self.increment_counter(self.COUNTER_GROUP, name, amount)
+
+    def records(self, line, *kinds):
+        """Decode one input line; yields the record if its kind is one of *kinds*."""
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            self.count(C.MALFORMED_RECORD)
+            return
+        if not isinstance(rec, dict) or 'url' not in rec:
+            self.count(C.MALFORMED_RECORD)
+            return
+        if kinds and rec.get('kind') not in kinds:
+            self.count(C.UNEXPECTED_RECORD)
+            return
+        yield rec

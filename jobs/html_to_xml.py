@@ -1,0 +1,33 @@
+"""MRHtmlToXml (HtmlToXmlDriver): one XML document per merged page.
+
+Reads ``merged`` records (merged/) and writes xml/part-*: one line per page, the page
+URL, a TAB, then the page as a one-line XML document (conf/page.xsd) that parses alone.
+A map-only job.
+
+Run alone::
+
+    python -m jobs.html_to_xml --crawl-conf crawl/conf.json crawl/merged -o /tmp/xml
+"""
+from mrjob.protocol import RawProtocol
+from mrjob.step import MRStep
+
+from jobs.base import CrawlJob
+from jobs.lib import counters as C, xmlpage
+
+
+class MRHtmlToXml(CrawlJob):
+    COUNTER_GROUP = C.XML
+    OUTPUT_PROTOCOL = RawProtocol
+
+    def steps(self):
+        return [MRStep(mapper=self.mapper_to_xml)]
+
+    def mapper_to_xml(self, _, line):
+        """merged line -> (url, one-line XML)."""
+        for page in self.records(line, 'merged'):
+            self.count(C.XML_DOCS)
+            yield xmlpage.clean(page['url']).replace('\t', '%09'), xmlpage.page_xml(page)
+
+
+if __name__ == '__main__':
+    MRHtmlToXml.run()

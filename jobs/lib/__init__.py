@@ -1,0 +1,1 @@
+"""Pure helpers for the jobs. Nothing here imports mrjob, so each module is unit-tested alone."""

@@ -1,0 +1,117 @@
+"""Crawl configuration: defaults file < site file < --set overrides.
+
+The defaults live once, documented, in ``conf/defaults.toml``. A site file uses the same
+sections and keys. ``--set section.key=value`` values are read as TOML values when they
+parse as one (``0.5``, ``true``, ``"text"``) and as plain strings otherwise. A key that
+is not in the defaults, or a value whose type differs from the default's, is a
+:class:`ConfigError` naming the key and the file it came from.
+
+The driver resolves the configuration once and writes it as JSON next to the crawl; the
+jobs read only that file (``load_resolved``), never ``conf/``.
+"""
+import json
+import os
+import tomllib
+
+DEFAULTS_PATH = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    'conf', 'defaults.toml')
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is invalid; the message names key and source."""
+
+
+def _read_toml(path):
+    try:
+        with open(path, 'rb') as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        raise ConfigError('%s: file not found' % path)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError('%s: not valid TOML: %s' % (path, e))
+
+
+def _coerce(default, value, key, source):
+    """Check *value* against the default's type; ints are accepted for floats."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+    elif isinstance(default, float):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    elif isinstance(default, int):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif isinstance(default, str):
+        if isinstance(value, str):
+            return value
+    elif isinstance(default, list):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+    raise ConfigError('%s: %s must be %s like the default %r, got %r' % (
+        source, key, type(default).__name__, default, value))
+
+
+def _apply(conf, section, key, value, source):
+    if section not in conf:
+        raise ConfigError('%s: unknown section [%s] (key %s.%s)' % (
+            source, section, section, key))
+    if key not in conf[section]:
+        raise ConfigError('%s: unknown key %s.%s' % (source, section, key))
+    conf[section][key] = _coerce(conf[section][key], value, '%s.%s' % (section, key),
+                                 source)
+
+
+def parse_override(text):
+    """``'politeness.delay=0.5'`` -> ``('politeness', 'delay', 0.5)``."""
+    name, sep, raw = text.partition('=')
+    section, dot, key = name.strip().partition('.')
+    if not sep or not dot or not section or not key:
+        raise ConfigError('--set %s: expected SECTION.KEY=VALUE' % text)
+    try:
+        value = tomllib.loads('v = ' + raw)['v']
+    except tomllib.TOMLDecodeError:
+        value = raw
+    return section, key, value
+
+
+def load(site_path=None, overrides=(), defaults_path=DEFAULTS_PATH):
+    """Return the resolved configuration as ``{section: {key: value}}``."""
+    conf = _read_toml(defaults_path)
+    if site_path:
+        for section, table in _read_toml(site_path).items():
+            if not isinstance(table, dict):
+                raise ConfigError('%s: %s is not a [section]' % (site_path, section))
+            for key, value in table.items():
+                _apply(conf, section, key, value, site_path)
+    for text in overrides:
+        section, key, value = parse_override(text)
+        if isinstance(conf.get(section, {}).get(key), str) and not isinstance(value, str):
+            value = text.partition('=')[2]
+        _apply(conf, section, key, value, '--set')
+    _validate(conf)
+    return conf
+
+
+def _validate(conf):
+    """Range checks that types alone cannot express."""
+    for section, key in (('politeness', 'delay'), ('politeness', 'max_crawl_delay'),
+                         ('fetch', 'connect_timeout'), ('fetch', 'read_timeout'),
+                         ('fetch', 'max_request_seconds')):
+        if conf[section][key] < 0:
+            raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
+                                                             conf[section][key]))
+    for section, key in (('fetch', 'threads'), ('fetch', 'reducers'),
+                         ('fetch', 'max_body_bytes'), ('filter', 'max_url_length')):
+        if conf[section][key] < 1:
+            raise ConfigError('%s.%s must be >= 1, got %r' % (section, key,
+                                                             conf[section][key]))
+    if not conf['politeness']['user_agent'].strip():
+        raise ConfigError('politeness.user_agent must not be empty')
+
+
+def load_resolved(path):
+    """Read the resolved JSON configuration the driver wrote for the jobs."""
+    with open(path, encoding='utf-8') as f:
+        return json.load(f)

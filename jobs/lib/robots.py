@@ -1,0 +1,63 @@
+"""robots.txt (RFC 9309) matching, via Protego (the parser Scrapy uses).
+
+Protego matches groups by user-agent product token, applies the longest matching
+Allow/Disallow rule with ``*`` and ``$``, and exposes Crawl-delay and Sitemap lines.
+"""
+from protego import Protego
+
+#: Bytes of robots.txt parsed; RFC 9309 asks crawlers to parse at least 500 KiB.
+MAX_ROBOTS_BYTES = 500 * 1024
+
+
+def parse(robots_txt):
+    """A parsed robots.txt from str or bytes (cut at 500 KiB, bad UTF-8 replaced)."""
+    if robots_txt is None:
+        robots_txt = ''
+    if isinstance(robots_txt, bytes):
+        robots_txt = robots_txt[:MAX_ROBOTS_BYTES].decode('utf-8', 'replace')
+    else:
+        robots_txt = robots_txt[:MAX_ROBOTS_BYTES]
+    return Protego.parse(robots_txt)
+
+
+def product_token(user_agent):
+    """``'mrcrawl/0.1 (+url)'`` -> ``'mrcrawl'``: what robots.txt groups name."""
+    words = (user_agent or '').strip().split('/', 1)[0].split()
+    return words[0] if words else '*'
+
+
+def can_fetch(robots_txt, user_agent, url):
+    """True when *robots_txt* (str or bytes) lets *user_agent* fetch *url*."""
+    return parse(robots_txt).can_fetch(url, product_token(user_agent))
+
+
+class Rules:
+    """What one host's robots.txt says, as the fetcher uses it.
+
+    ``allow_all`` / ``deny_all`` stand for the RFC's error cases (4xx: allow all;
+    5xx or unreachable: disallow all for now).
+    """
+
+    def __init__(self, robots_txt=None, user_agent='*', allow_all=False, deny_all=False,
+                 reason=None):
+        self.token = product_token(user_agent)
+        self.allow_all = allow_all
+        self.deny_all = deny_all
+        self.reason = reason
+        self._parsed = None if (allow_all or deny_all) else parse(robots_txt)
+
+    def allowed(self, url):
+        if self.deny_all:
+            return False
+        if self.allow_all:
+            return True
+        return self._parsed.can_fetch(url, self.token)
+
+    def crawl_delay(self):
+        if self._parsed is None:
+            return None
+        delay = self._parsed.crawl_delay(self.token)
+        return float(delay) if delay is not None else None
+
+    def sitemaps(self):
+        return list(self._parsed.sitemaps) if self._parsed is not None else []

@@ -1,0 +1,51 @@
+"""The one-line XML document per page that xml/ holds (schema: conf/page.xsd).
+
+Built with ElementTree, so markup and ``]]>`` in text are escaped; characters XML 1.0
+forbids (controls, lone surrogates, U+FFFE/U+FFFF) are removed first, and line breaks
+in text become character references so that each document stays on one line.
+"""
+import re
+import xml.etree.ElementTree as ET
+
+SCHEMA_VERSION = '1'
+_INVALID_XML_RE = re.compile(
+    '[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
+
+
+def clean(text):
+    """*text* with the characters XML 1.0 cannot hold removed."""
+    if text is None:
+        return ''
+    return _INVALID_XML_RE.sub('', str(text))
+
+
+def _sub(parent, tag, text=None, **attrs):
+    el = ET.SubElement(parent, tag, {k: clean(v) for k, v in attrs.items() if v is not None})
+    if text is not None:
+        el.text = clean(text)
+    return el
+
+
+def page_xml(page):
+    """A ``merged`` record as one line of XML (str, no XML declaration)."""
+    root = ET.Element('page', {'version': SCHEMA_VERSION})
+    _sub(root, 'url', page['url'])
+    fetch = _sub(root, 'fetch', status=page.get('status'),
+                 http_status=str(page.get('http_status') or ''),
+                 time=page.get('fetch_time'), depth=str(page.get('depth', 0)),
+                 layer=str(page.get('layer', 0)))
+    _sub(fetch, 'content_type', page.get('content_type') or '')
+    _sub(fetch, 'encoding', page.get('encoding') or '')
+    _sub(fetch, 'length', str(page.get('length') or 0))
+    _sub(fetch, 'digest', page.get('digest') or '')
+    _sub(root, 'title', page.get('title') or '')
+    _sub(root, 'text', page.get('text') or '')
+    links = _sub(root, 'links')
+    for link in page.get('links') or ():
+        _sub(links, 'link', link.get('text') or '', href=link['url'],
+             rel=link.get('rel') or None)
+    dups = _sub(root, 'duplicates')
+    for url in page.get('duplicates') or ():
+        _sub(dups, 'url', url)
+    out = ET.tostring(root, encoding='unicode', short_empty_elements=True)
+    return out.replace('\r', '&#13;').replace('\n', '&#10;')

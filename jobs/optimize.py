@@ -1,0 +1,99 @@
+"""MROptimize (OptimizerDriver, first half): update the crawl database with one layer.
+
+Reads the previous crawl database (``db`` records, crawldb/NNN-1) and this layer's
+parsed pages (``page`` records, out/NNN); writes the new crawl database (crawldb/NNN):
+one ``db`` record per known URL. It is an exact reduce-side join on the URL: a link to
+a URL with no db record is new (status unfetched, depth = linking page's depth + 1);
+a link to a known URL only adds to its in-link count. No set of URLs is held in memory.
+
+Run alone::
+
+    python -m jobs.optimize --crawl-conf crawl/conf.json --layer 1 crawl/crawldb/000 crawl/out/001 -o /tmp/db
+"""
+from mrjob.step import MRStep
+
+from jobs.base import CrawlJob
+from jobs.lib import counters as C, records as R
+from jobs.lib.fetcher import now_iso
+
+_DB, _FETCH, _LINK = 0, 1, 2
+
+
+class MROptimize(CrawlJob):
+    COUNTER_GROUP = C.OPTIMIZE
+
+    def steps(self):
+        return [MRStep(mapper=self.mapper_tag,
+                       combiner=self.combiner_links,
+                       reducer=self.reducer_join)]
+
+    def mapper_tag(self, _, line):
+        """db or page line -> (url, [tag, data]) for the join."""
+        for rec in self.records(line, 'db', 'page'):
+            if rec['kind'] == 'db':
+                yield rec['url'], [_DB, rec]
+                continue
+            redirected = rec.get('final_url', rec['url']) != rec['url']
+            yield rec['url'], [_FETCH, {
+                'status': R.db_status_for(rec['status'], rec.get('http_status'),
+                                          redirected),
+                'depth': rec.get('depth', 0), 'http_status': rec.get('http_status'),
+                'digest': rec.get('digest'), 'reason': rec.get('reason'),
+                'last_fetch': rec.get('fetch_time'), 'layer': rec.get('layer')}]
+            if redirected and rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED):
+                # The redirect target was fetched too: know it, so no one fetches it again.
+                yield rec['final_url'], [_FETCH, {
+                    'status': R.DB_FETCHED, 'depth': rec.get('depth', 0),
+                    'http_status': rec.get('http_status'), 'digest': rec.get('digest'),
+                    'reason': 'redirect_target', 'last_fetch': rec.get('fetch_time'),
+                    'layer': rec.get('layer')}]
+            depth = rec.get('depth', 0) + 1
+            for link in rec.get('links', ()):
+                yield link['url'], [_LINK, [depth, 1]]
+
+    def combiner_links(self, url, values):
+        """Fold link mentions of one URL into one (min depth, count)."""
+        depth, n = None, 0
+        for tag, data in values:
+            if tag == _LINK:
+                depth = data[0] if depth is None else min(depth, data[0])
+                n += data[1]
+            else:
+                yield url, [tag, data]
+        if n:
+            yield url, [_LINK, [depth, n]]
+
+    def reducer_join(self, url, values):
+        """(url, tagged values) -> the URL's db record, new or updated."""
+        db, fetches, link_depth, inlinks = None, [], None, 0
+        for tag, data in values:
+            if tag == _DB:
+                db = data
+            elif tag == _FETCH:
+                fetches.append(data)
+            else:
+                link_depth = data[0] if link_depth is None else min(link_depth, data[0])
+                inlinks += data[1]
+        if db is None:
+            db = {'kind': 'db', 'url': url, 'status': R.DB_UNFETCHED, 'depth': None,
+                  'first_seen': now_iso(), 'last_fetch': None, 'http_status': None,
+                  'digest': None, 'reason': None, 'inlinks': 0, 'layer': None}
+            if not fetches:
+                self.count(C.NEW_URLS)
+        elif inlinks:
+            self.count(C.KNOWN_LINKS, inlinks)
+        depths = [d for d in [db['depth'], link_depth] + [f['depth'] for f in fetches]
+                  if d is not None]
+        if fetches:
+            # A page's own fetch result wins over the redirect-target marker.
+            fetches.sort(key=lambda f: f.get('reason') == 'redirect_target')
+            db.update(fetches[0])
+        db['depth'] = min(depths)
+        db['inlinks'] = db.get('inlinks', 0) + inlinks
+        self.count(C.status(C.OPTIMIZE, 'db_' + db['status']))
+        self.count(C.DB_RECORDS)
+        yield None, db
+
+
+if __name__ == '__main__':
+    MROptimize.run()

@@ -1,0 +1,53 @@
+"""Shared test fixtures: the fixture website on loopback and a crawl helper."""
+import json
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from drivers.fixture_site import FixtureSite  # noqa: E402
+from jobs.lib import config  # noqa: E402
+
+#: Settings every test crawl uses: loopback must be allowed, delays short.
+TEST_SETTINGS = ['security.allow_private_networks=true', 'politeness.delay=0.2',
+                 'fetch.read_timeout=5', 'fetch.connect_timeout=2']
+
+
+@pytest.fixture
+def site():
+    with FixtureSite() as s:
+        yield s
+
+
+def test_conf(*extra):
+    return config.load(overrides=TEST_SETTINGS + list(extra))
+
+
+test_conf.__test__ = False
+
+
+def read_records(folder):
+    """All JSON-lines records of a job output folder."""
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith(('.', '_')):
+            continue
+        with open(os.path.join(folder, name), encoding='utf-8') as f:
+            out.extend(json.loads(line) for line in f if line.strip())
+    return out
+
+
+def read_xml(folder):
+    """{url: xml text} from xml/part-*."""
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), encoding='utf-8') as f:
+            for line in f:
+                url, _, doc = line.rstrip('\n').partition('\t')
+                assert url not in out, 'page %s written twice' % url
+                out[url] = doc
+    return out

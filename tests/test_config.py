@@ -1,0 +1,65 @@
+import pytest
+
+from jobs.lib import config
+
+
+def test_defaults_have_the_required_keys():
+    conf = config.load()
+    assert conf['politeness']['delay'] == 1.0
+    assert conf['politeness']['user_agent'].startswith('mrcrawl/')
+    assert conf['security']['allow_private_networks'] is False
+
+
+def test_layering_defaults_then_site_file_then_set(tmp_path):
+    site = tmp_path / 'site.toml'
+    site.write_text('[politeness]\ndelay = 2\nuser_agent = "site-bot/1"\n')
+    conf = config.load(str(site), ['politeness.delay=0.5'])
+    assert conf['politeness']['delay'] == 0.5          # --set wins
+    assert conf['politeness']['user_agent'] == 'site-bot/1'   # site file beats default
+    assert isinstance(conf['politeness']['delay'], float)
+
+
+def test_unknown_key_in_site_file_names_key_and_file(tmp_path):
+    site = tmp_path / 'site.toml'
+    site.write_text('[politeness]\ndelya = 2\n')
+    with pytest.raises(config.ConfigError) as e:
+        config.load(str(site))
+    assert 'politeness.delya' in str(e.value) and str(site) in str(e.value)
+
+
+def test_unknown_section_and_set_key_are_errors():
+    with pytest.raises(config.ConfigError, match='nosuch'):
+        config.load(overrides=['nosuch.key=1'])
+    with pytest.raises(config.ConfigError, match='fetch.nokey'):
+        config.load(overrides=['fetch.nokey=1'])
+
+
+def test_wrong_type_is_an_error_naming_the_key():
+    with pytest.raises(config.ConfigError, match='politeness.delay'):
+        config.load(overrides=['politeness.delay=fast'])
+    with pytest.raises(config.ConfigError, match='security.allow_private_networks'):
+        config.load(overrides=['security.allow_private_networks=1'])
+
+
+def test_string_values_need_no_quotes_and_ranges_are_checked():
+    conf = config.load(overrides=['politeness.user_agent=my bot/2.0'])
+    assert conf['politeness']['user_agent'] == 'my bot/2.0'
+    with pytest.raises(config.ConfigError, match='politeness.delay'):
+        config.load(overrides=['politeness.delay=-1'])
+
+
+def test_bad_toml_and_missing_file(tmp_path):
+    bad = tmp_path / 'bad.toml'
+    bad.write_text('[politeness\n')
+    with pytest.raises(config.ConfigError, match='not valid TOML'):
+        config.load(str(bad))
+    with pytest.raises(config.ConfigError, match='file not found'):
+        config.load(str(tmp_path / 'missing.toml'))
+
+
+def test_every_default_key_is_documented():
+    """Each key in defaults.toml has a comment line right above it."""
+    lines = open(config.DEFAULTS_PATH, encoding='utf-8').read().splitlines()
+    for i, line in enumerate(lines):
+        if '=' in line and not line.startswith('#'):
+            assert lines[i - 1].startswith('#'), 'undocumented key: %s' % line

@@ -1,0 +1,117 @@
+"""End-to-end crawls of the fixture website, one per runner, checking the whole output."""
+import collections
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+from lxml import etree
+
+from drivers.crawl import Crawl
+from jobs.lib import records as R
+from tests.conftest import ROOT, read_records, read_xml, test_conf
+
+DELAY = 0.2
+
+
+def crawl_fixture(site, tmp_path, runner, depth=3):
+    seeds = tmp_path / 'seeds.txt'
+    seeds.write_text('# fixture\n%s\n' % site.url('/'))
+    out = str(tmp_path / 'crawl')
+    report = Crawl(out, test_conf(), runner=runner, depth=depth,
+                   progress=lambda m: None).run(str(seeds))
+    return out, report
+
+
+def check_whole_output(site, out, report):
+    paths = site.paths()
+    pages = [p for p in paths if p != '/robots.txt']
+
+    # Nothing fetched twice, robots obeyed, depth honoured (seeds are depth 0).
+    assert len(pages) == len(set(pages)), collections.Counter(pages).most_common(3)
+    assert '/private/secret.html' not in paths
+    assert '/a/2.html' in paths and '/a/3.html' not in paths
+    assert '/trap/1/2/3/' in paths and '/trap/1/2/3/4/' not in paths
+    assert '/nofollow.html' not in paths
+    assert all(r['ua'].startswith('mrcrawl/') for r in site.requests)
+
+    # Politeness from the server's own log: one host, requests at least DELAY apart.
+    times = sorted(r['t'] for r in site.requests)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert min(gaps) >= DELAY * 0.95, min(gaps)
+
+    # Every URL of a layer's in/ comes out of its doc/ exactly once, with a status.
+    layers = sorted(os.listdir(os.path.join(out, 'in')))
+    assert layers == ['000', '001', '002', '003']
+    for layer in layers:
+        urls_in = [r['url'] for r in read_records(os.path.join(out, 'in', layer))]
+        docs = read_records(os.path.join(out, 'doc', layer))
+        assert sorted(urls_in) == sorted(d['url'] for d in docs)
+        assert all(d['status'] in R.FETCH_STATUSES for d in docs)
+        assert len(read_records(os.path.join(out, 'out', layer))) == len(docs)
+    row1 = report['layers'][1]
+    assert row1['urls_in'] == row1['accounted'] == 10
+    assert row1['robots_denied'] == 1 and row1['http_error'] == 1
+
+    # xml/: one valid document per distinct indexable page.
+    xml = read_xml(os.path.join(out, 'xml'))
+    schema = etree.XMLSchema(etree.parse(os.path.join(ROOT, 'conf', 'page.xsd')))
+    for url, doc in xml.items():
+        schema.assertValid(etree.fromstring(doc.encode('utf-8')))
+        assert ET.fromstring(doc).find('url').text == url
+    base = site.url('')
+    expected = {'/', '/a.html', '/a/1.html', '/a/2.html', '/c.html', '/~user/',
+                '/latin1.html', '/trap/1/', '/trap/1/2/', '/trap/1/2/3/'}
+    got = {u[len(base):] for u in xml}
+    got = {u.replace('%7E', '~') for u in got}
+    dup_pair = {'/b.html', '/dup.html'}
+    assert len(got & dup_pair) == 1, got
+    assert got - dup_pair == expected
+    kept = (got & dup_pair).pop()
+    dups = [u.text for u in ET.fromstring(xml[base + kept]).find('duplicates')]
+    assert dups == [base + (dup_pair - {kept}).pop()]
+    c_dups = [u.text for u in ET.fromstring(xml[base + '/c.html']).find('duplicates')]
+    assert c_dups == [base + '/redirect']
+    latin1 = ET.fromstring(xml[base + '/latin1.html'])
+    assert latin1.find('title').text == 'Caf\u00e9'
+    assert 'Cr\u00e8me br\u00fbl\u00e9e' in latin1.find('text').text
+
+    # crawldb: one record per known URL, the deeper ones unfetched.
+    db = read_records(os.path.join(out, 'crawldb', '003'))
+    by_url = {r['url']: r for r in db}
+    assert len(by_url) == len(db)
+    assert by_url[base + '/a/3.html']['status'] == R.DB_UNFETCHED
+    assert by_url[base + '/private/secret.html']['status'] == R.DB_DENIED
+    assert by_url[base + '/missing']['status'] == R.DB_GONE
+    assert by_url[base + '/redirect']['status'] == R.DB_REDIRECTED
+
+    # report.json matches what was printed and saved.
+    saved = json.load(open(os.path.join(out, 'report.json')))
+    assert saved['layers'] == report['layers']
+    assert saved['xml']['documents'] == len(xml)
+    assert saved['merge']['exact_duplicates'] == 1
+
+
+def test_crawl_inline_runner(site, tmp_path):
+    out, report = crawl_fixture(site, tmp_path, 'inline')
+    check_whole_output(site, out, report)
+
+
+def test_crawl_local_runner(site, tmp_path):
+    out, report = crawl_fixture(site, tmp_path, 'local')
+    check_whole_output(site, out, report)
+
+
+def test_rerun_of_a_finished_crawl_fetches_nothing(site, tmp_path):
+    out, report = crawl_fixture(site, tmp_path, 'inline', depth=1)
+    n = len(site.requests)
+    out2, report2 = crawl_fixture(site, tmp_path, 'inline', depth=1)
+    assert len(site.requests) == n
+    assert report2['layers'] == report['layers']
+
+
+def test_depth_zero_fetches_only_the_seeds(site, tmp_path):
+    out, report = crawl_fixture(site, tmp_path, 'inline', depth=0)
+    assert [p for p in site.paths() if p != '/robots.txt'] == ['/']
+    assert len(report['layers']) == 1
+    assert len(read_xml(os.path.join(out, 'xml'))) == 1

@@ -1,0 +1,102 @@
+"""Whole-job tests in-process, the way mrjob's own tests run jobs (inline runner)."""
+import io
+import json
+
+import pytest
+
+from jobs.merge import MRMerge
+from jobs.optimize import MROptimize
+from jobs.parse import MRParse
+from jobs.generate import MRGenerate
+from tests.conftest import test_conf
+
+
+@pytest.fixture
+def conf_file(tmp_path):
+    path = tmp_path / 'conf.json'
+    path.write_text(json.dumps(test_conf()))
+    return str(path)
+
+
+def run_job(job_cls, conf_file, records, *args, raw_lines=()):
+    lines = [json.dumps(r) for r in records] + list(raw_lines)
+    job = job_cls(['-r', 'inline', '--crawl-conf', conf_file] + list(args))
+    job.sandbox(stdin=io.BytesIO(('\n'.join(lines) + '\n').encode()))
+    with job.make_runner() as runner:
+        runner.run()
+        out = [value for _, value in job.parse_output(runner.cat_output())]
+        merged = {}
+        for step in runner.counters():
+            for group, names in step.items():
+                for name, n in names.items():
+                    merged.setdefault(group, {})[name] = merged.get(group, {}).get(name, 0) + n
+        return out, merged
+
+
+def page(url, links=(), status='fetched', depth=0, **kw):
+    rec = {'kind': 'page', 'url': url, 'depth': depth, 'layer': depth, 'status': status,
+           'http_status': 200, 'final_url': url, 'digest': 'sha1:' + url,
+           'fetch_time': '2026-11-30T00:00:00Z', 'links': [{'url': u, 'text': '', 'rel': ''}
+                                                          for u in links]}
+    rec.update(kw)
+    return rec
+
+
+def test_optimize_is_an_exact_anti_join(conf_file):
+    db = [{'kind': 'db', 'url': 'http://h/known', 'status': 'fetched', 'depth': 0,
+           'inlinks': 0, 'first_seen': 't0'}]
+    pages = [page('http://h/p1', ['http://h/known', 'http://h/new', 'http://h/p2'], depth=1),
+             page('http://h/p2', ['http://h/new'], depth=1),
+             page('http://h/r', [], depth=1, final_url='http://h/target')]
+    out, counters = run_job(MROptimize, conf_file, db + pages,
+                            raw_lines=['{not json', '[1,2]'])
+    by_url = {r['url']: r for r in out}
+    assert len(out) == len(by_url) == 6
+    assert by_url['http://h/new']['status'] == 'unfetched'
+    assert by_url['http://h/new']['depth'] == 2 and by_url['http://h/new']['inlinks'] == 2
+    assert by_url['http://h/known']['inlinks'] == 1
+    assert by_url['http://h/p2']['status'] == 'fetched' and by_url['http://h/p2']['depth'] == 1
+    assert by_url['http://h/r']['status'] == 'redirected'
+    assert by_url['http://h/target']['status'] == 'fetched'
+    assert counters['optimize']['new_urls_total'] == 1
+    assert counters['optimize']['malformed_record_total'] == 2
+
+
+def test_generate_selects_unfetched_within_depth(conf_file):
+    db = [{'kind': 'db', 'url': 'http://h/%d' % d, 'status': s, 'depth': d}
+          for d, s in [(1, 'unfetched'), (2, 'unfetched'), (3, 'unfetched'), (1, 'fetched')]]
+    out, counters = run_job(MRGenerate, conf_file, db, '--max-depth', '2')
+    assert sorted(r['url'] for r in out) == ['http://h/1', 'http://h/2']
+    assert counters['generate'] == {'generated_total': 2, 'beyond_depth_total': 1}
+
+
+def test_parse_keeps_every_record_and_filters_links(conf_file):
+    html = ('<title>T</title><a href="/x">X</a><a href="mailto:a@b">m</a>'
+            '<a href="/y" rel="nofollow">y</a><a href="/x#again">X2</a>')
+    docs = [{'kind': 'doc', 'url': 'http://h/', 'status': 'fetched', 'final_url': 'http://h/',
+             'body': html, 'headers': {}},
+            {'kind': 'doc', 'url': 'http://h/gone', 'status': 'http_error', 'body': None},
+            {'kind': 'doc', 'url': 'http://h/nf', 'status': 'fetched', 'final_url': 'http://h/nf',
+             'body': '<a href="/z">z</a>', 'headers': {'x-robots-tag': 'nofollow'}}]
+    out, counters = run_job(MRParse, conf_file, docs)
+    by_url = {r['url']: r for r in out}
+    assert len(out) == 3 and all('body' not in r for r in out)
+    assert by_url['http://h/']['links'] == [{'url': 'http://h/x', 'text': 'X', 'rel': ''}]
+    assert by_url['http://h/nf']['links'] == [] and by_url['http://h/nf']['nofollow']
+    assert counters['parse']['link_rejected_scheme_total'] == 1
+    assert counters['parse']['link_rejected_nofollow_total'] == 1
+
+
+def test_merge_folds_exact_duplicates_and_redirects(conf_file):
+    pages = [page('http://h/a', digest='D1'), page('https://h/copy', digest='D1'),
+             page('http://h/longer-url', digest='D1'),
+             page('http://h/r', final_url='http://h/t', digest='D2'),
+             page('http://h/t', digest='D2', fetch_time='2026-11-30T00:00:01Z'),
+             page('http://h/gone', status='http_error', digest=None),
+             page('http://h/hidden', digest='D3', noindex=True)]
+    out, counters = run_job(MRMerge, conf_file, pages)
+    by_url = {r['url']: r for r in out}
+    assert set(by_url) == {'https://h/copy', 'http://h/t'}   # https first
+    assert by_url['https://h/copy']['duplicates'] == ['http://h/a', 'http://h/longer-url']
+    assert by_url['http://h/t']['duplicates'] == ['http://h/r']
+    assert counters['merge']['exact_duplicates_total'] == 2

@@ -1,0 +1,132 @@
+"""Unit tests of the pure helpers in jobs/lib."""
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from jobs.lib import encoding, html, robots, urls, xmlpage
+
+
+@pytest.mark.parametrize('base,href,expected', [
+    ('http://a.com/x/y.html', '../z.html', 'http://a.com/z.html'),
+    ('http://a.com/x/y.html', '//b.org/p', 'http://b.org/p'),
+    ('http://a.com/x/y.html', '?q=1', 'http://a.com/x/y.html?q=1'),
+    ('http://a.com/x/', '  z.html\n', 'http://a.com/x/z.html'),
+    ('http://a.com/', 'http://[bad', None),
+])
+def test_resolve(base, href, expected):
+    assert urls.resolve(base, href) == expected
+
+
+@pytest.mark.parametrize('url,expected', [
+    ('HTTP://ExAmple.COM:80/a/./b/../c#frag', 'http://example.com/a/c'),
+    ('https://example.com:443', 'https://example.com/'),
+    ('http://bücher.de/', 'http://xn--bcher-kva.de/'),
+    ('http://user:pw@example.com/', 'http://example.com/'),
+    ('http://example.com/a b', 'http://example.com/a%20b'),
+    ('http://0x7f.1/', 'http://127.0.0.1/'),
+    ('ftp://example.com/', None),
+    ('javascript:alert(1)', None),
+    ('not a url', None),
+    ('', None),
+])
+def test_normalize(url, expected):
+    assert urls.normalize(url) == expected
+
+
+def test_host_and_origin():
+    assert urls.host('http://a.com:8080/x?y') == 'a.com:8080'
+    assert urls.origin('https://a.com/x/y') == 'https://a.com'
+
+
+ROBOTS = '''
+User-agent: otherbot
+Disallow: /
+
+User-agent: mrcrawl
+Disallow: /private/
+Allow: /private/open
+Disallow: /*.pdf$
+Crawl-delay: 2
+Sitemap: http://a.com/sitemap.xml
+'''
+
+
+@pytest.mark.parametrize('url,allowed', [
+    ('http://a.com/', True),
+    ('http://a.com/private/x', False),
+    ('http://a.com/private/open/page', True),
+    ('http://a.com/doc.pdf', False),
+    ('http://a.com/doc.pdf?x=1', True),
+])
+def test_robots_can_fetch(url, allowed):
+    assert robots.can_fetch(ROBOTS, 'mrcrawl/0.1 (+x)', url) is allowed
+    assert robots.can_fetch(ROBOTS.encode(), 'mrcrawl/0.1', url) is allowed
+
+
+def test_robots_other_agent_group_and_rules_object():
+    assert robots.can_fetch(ROBOTS, 'otherbot/1', 'http://a.com/') is False
+    rules = robots.Rules(ROBOTS, 'mrcrawl/0.1')
+    assert rules.crawl_delay() == 2.0
+    assert rules.sitemaps() == ['http://a.com/sitemap.xml']
+    assert robots.Rules(allow_all=True).allowed('http://a.com/private/x')
+    assert not robots.Rules(deny_all=True).allowed('http://a.com/')
+
+
+@pytest.mark.parametrize('body,ctype,expected', [
+    (b'abc', 'text/html; charset=ISO-8859-1', 'windows-1252'),
+    (b'\xef\xbb\xbfabc', 'text/html; charset=latin1', 'utf-8'),   # BOM wins
+    (b'<meta charset="shift_jis">', None, 'shift_jis'),
+    (b'<meta http-equiv="Content-Type" content="text/html; charset=koi8-r">', None, 'koi8-r'),
+    (b'<meta charset="utf-16">', None, 'utf-8'),
+    ('caf\u00e9'.encode('utf-8'), None, 'utf-8'),
+    (b'abc', 'text/html; charset=bogus-charset', 'utf-8'),
+])
+def test_encoding_sniff(body, ctype, expected):
+    assert encoding.sniff(body, ctype) == expected
+
+
+def test_decode_replaces_bad_bytes():
+    text, name = encoding.decode(b'ok \xff\xfe', 'text/html; charset=utf-8')
+    assert name == 'utf-8' and text.startswith('ok ') and '\ufffd' in text
+
+
+def test_extract_links_base_anchor_rel_and_malformed_html():
+    page = ('<html><head><base href="/sub/"><title>T</title></head><body>'
+            '<a href="x.html#f" rel="nofollow">anchor  <b>text</b></a>'
+            '<table><tr><td><a href=//other.org/y>y<td><a href="javascript:0">js</a>'
+            '<iframe src="if.html"></iframe><area href="a.html" alt="A">'
+            '<p>unclosed <a href="/top">top')
+    links = html.extract_links(page, 'http://h.com/p/q.html')
+    assert [l['url'] for l in links] == [
+        'http://h.com/sub/x.html#f', 'http://other.org/y', 'javascript:0',
+        'http://h.com/sub/if.html', 'http://h.com/sub/a.html', 'http://h.com/top']
+    assert links[0]['text'] == 'anchor text' and links[0]['rel'] == 'nofollow'
+
+
+def test_parse_title_text_robots_meta_refresh_canonical():
+    page = ('<html><head><title> Hi  there </title><meta name="robots" content="NOINDEX">'
+            '<link rel="canonical" href="/canon"><meta http-equiv="refresh" content="5; url=/next">'
+            '<script>var hidden = 1;</script></head><body><p>Body <i>text</i></p>'
+            '<style>.x{}</style></body></html>')
+    parsed = html.parse(page, 'http://h.com/a/b')
+    assert parsed['title'] == 'Hi there'
+    assert parsed['text'] == 'Body text'
+    assert parsed['noindex'] and not parsed['nofollow']
+    assert parsed['canonical'] == 'http://h.com/canon'
+    assert [l['url'] for l in parsed['links']] == ['http://h.com/next']
+
+
+def test_xml_page_survives_hostile_text():
+    page = {'url': 'http://h.com/a?x=1&y=2', 'status': 'fetched', 'http_status': 200,
+            'fetch_time': '2026-11-30T00:00:00Z', 'depth': 1, 'layer': 1,
+            'title': 'A <b>title</b> ]]> & \x00\x1b\ud800 more',
+            'text': 'line one\nline two\r\n<script>x</script>',
+            'links': [{'url': 'http://h.com/b"c', 'text': 'B\x07', 'rel': ''}],
+            'duplicates': ['http://h.com/dup']}
+    doc = xmlpage.page_xml(page)
+    assert '\n' not in doc
+    root = ET.fromstring(doc)
+    assert root.find('title').text == 'A <b>title</b> ]]> &  more'
+    assert root.find('text').text == 'line one\nline two\r\n<script>x</script>'
+    assert root.find('links/link').get('href') == 'http://h.com/b"c'
+    assert root.find('duplicates/url').text == 'http://h.com/dup'
