@@ -137,6 +137,8 @@ class Crawl:
             self.fs.mkdirs(tmp)   # an empty result is still a result
         self.fs.rm(final)
         self.fs.rename(tmp, final)
+        self.fs.write_text(self.path('state.json'), json.dumps(
+            {'last_completed_step': name, 'output': final}))
         return step
 
     # -- the loop -------------------------------------------------------------------
@@ -160,41 +162,38 @@ class Crawl:
             L = _layer(layer)
             self.progress('layer %s: %d URL(s) to fetch' % (L, urls_in))
             steps = {}
-            steps['fetch'] = self.run_step('fetch-' + L, MRFetch, [self.path('in', L)],
-                                           self.path('doc', L), ['--layer', str(layer)])
-            self.progress('  fetch    %6.1fs' % steps['fetch']['seconds'])
-            steps['parse'] = self.run_step('parse-' + L, MRParse, [self.path('doc', L)],
-                                           self.path('out', L), ['--layer', str(layer)])
-            self.progress('  parse    %6.1fs' % steps['parse']['seconds'])
+            layer_arg = ['--layer', str(layer)]
             db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
-            steps['optimize'] = self.run_step(
-                'optimize-' + L, MROptimize, db_in + [self.path('out', L)],
-                self.path('crawldb', L), ['--layer', str(layer)])
-            self.progress('  optimize %6.1fs' % steps['optimize']['seconds'])
-            self._prune_crawldb(layer)
-            generated = None
+            plan = [('fetch', MRFetch, [self.path('in', L)], self.path('doc', L), layer_arg),
+                    ('parse', MRParse, [self.path('doc', L)], self.path('out', L), layer_arg),
+                    ('optimize', MROptimize, db_in + [self.path('out', L)],
+                     self.path('crawldb', L), layer_arg)]
             if layer < self.depth:
-                nxt = _layer(layer + 1)
-                steps['generate'] = self.run_step(
-                    'generate-' + nxt, MRGenerate, [self.path('crawldb', L)],
-                    self.path('in', nxt), ['--max-depth', str(self.depth),
-                                           '--layer', str(layer + 1)])
-                generated = steps['generate']['counters'].get(C.GENERATE, {}).get(
-                    C.GENERATED, 0)
+                plan.append(('generate', MRGenerate, [self.path('crawldb', L)],
+                             self.path('in', _layer(layer + 1)),
+                             ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
+            for kind, job_cls, inputs, final, args in plan:
+                name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
+                steps[kind] = self.run_step(name, job_cls, inputs, final, args)
+                self.progress('  %-9s %6.1fs' % (kind, steps[kind]['seconds']))
+                if self.stop_requested():
+                    # Consumed, so that rerunning the same command continues the crawl.
+                    self.fs.rm(self.path('STOP'))
+                    self.progress('STOP file found in %s: stopped after step %s; run the '
+                                  'same command again to continue' % (self.out, name))
+                    return self.finish(layers_done, stopped=True)
+            self._prune_crawldb(layer)
             row = self.report.layer_row(layer, urls_in, steps)
             layers_done.append(row)
             self.progress(self.report.format_row(row))
-            if generated is None:
+            if 'generate' not in steps:
                 break
+            generated = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED, 0)
             if not generated:
-                self.progress('layer %s: no new URLs; stopping' % _layer(layer + 1))
+                self.progress('layer %s: no URL to fetch; stopping' % _layer(layer + 1))
                 break
-            if self.stop_requested():
-                self.progress('STOP file found in %s; stopping after layer %s' % (self.out, L))
-                return self.finish(layers_done, stopped=True)
             urls_in = generated
-        last = len(layers_done) - 1
-        outs = [self.path('out', _layer(n)) for n in range(last + 1)]
+        outs = [self.path('out', _layer(n)) for n in range(len(layers_done))]
         self.progress('merge: %d layer(s)' % len(outs))
         merge = self.run_step('merge', MRMerge, outs, self.path('merged'))
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))

@@ -111,5 +111,7 @@ class Report:
         if 'xml' in report:
             lines.append('xml documents: %d in %s/xml' % (report['xml']['documents'],
                                                          report['out']))
+        if report.get('stopped_by_user'):
+            lines.append('stopped by the STOP file: run the same command again to continue')
         lines.append('report: %s/report.json' % report['out'])
         return '\n'.join(lines)

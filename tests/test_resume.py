@@ -1,0 +1,91 @@
+"""Crash safety: kill the driver at several points, rerun, compare with an uninterrupted run."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
+from drivers.fixture_site import FixtureSite
+
+
+def start_crawl(seeds, out):
+    args = [sys.executable, '-m', 'drivers.cli', 'crawl', '--seeds', str(seeds), '--depth',
+            '3', '--out', str(out), '-r', 'inline', '-q']
+    for s in TEST_SETTINGS:
+        args += ['--set', s]
+    args += ['--set', 'politeness.delay=0.02']
+    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def outcome(out, base):
+    """What a crawl produced, without times: statuses per layer, xml pages, crawldb."""
+    def strip(u):
+        return u.replace(base, '')
+    docs = {}
+    for layer in sorted(os.listdir(os.path.join(out, 'doc'))):
+        for d in read_records(os.path.join(out, 'doc', layer)):
+            docs[strip(d['url'])] = (layer, d['status'], d['http_status'])
+    xml = sorted(strip(u) for u in read_xml(os.path.join(out, 'xml')))
+    newest = sorted(os.listdir(os.path.join(out, 'crawldb')))[-1]
+    db = sorted((strip(r['url']), r['status'], r['depth'])
+                for r in read_records(os.path.join(out, 'crawldb', newest)))
+    return docs, xml, db
+
+
+def run_to_end(seeds, out):
+    proc = start_crawl(seeds, out)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    return stdout
+
+
+def test_killed_driver_resumes_to_the_same_result(tmp_path):
+    # Reference: one uninterrupted crawl.
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        run_to_end(seeds, tmp_path / 'ref')
+        reference = outcome(str(tmp_path / 'ref'), site.url(''))
+
+    # The same crawl, SIGKILLed as soon as each of these steps has finished, then resumed.
+    with FixtureSite() as site:
+        seeds.write_text(site.url('/') + '\n')
+        out = tmp_path / 'killed'
+        kills = 0
+        for marker in ('fetch-000', 'parse-001', 'generate-002', 'optimize-003'):
+            proc = start_crawl(seeds, out)
+            deadline = time.monotonic() + 60
+            while not (out / 'steps' / (marker + '.json')).exists():
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline
+                time.sleep(0.005)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        run_to_end(seeds, out)
+        assert kills == 4
+        assert outcome(str(out), site.url('')) == reference
+        # Completed steps were never redone: each page was requested at most twice
+        # (once more only if the kill hit the fetch step that was running).
+        pages = [p for p in site.paths() if p != '/robots.txt']
+        refetched = {p for p in pages if pages.count(p) > 1}
+        assert len(refetched) <= 3, refetched
+
+
+def test_stop_file_stops_after_the_current_step_and_rerun_continues(tmp_path):
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        out = tmp_path / 'crawl'
+        os.makedirs(out)
+        (out / 'STOP').write_text('')
+        stdout = run_to_end(seeds, out)
+        assert 'stopped by the STOP file' in stdout
+        assert sorted(os.listdir(out / 'steps')) == ['fetch-000.json', 'inject.json']
+        assert not (out / 'STOP').exists()
+        run_to_end(seeds, out)
+        assert os.path.exists(out / 'xml')
+        pages = [p for p in site.paths() if p != '/robots.txt']
+        assert len(pages) == len(set(pages))
