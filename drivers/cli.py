@@ -55,6 +55,20 @@ def build_parser():
     demo.add_argument('--out', default='demo-crawl', metavar='DIR',
                       help='Output folder (replaced). Default: %(default)s')
     _add_crawl_options(demo)
+
+    db = sub.add_parser('db', help='Look into a crawl database: stats, get.',
+                        description='Counts by status, depth and host, or the records '
+                                    'of some URLs, from the newest OUT/crawldb/NNN.')
+    db_sub = db.add_subparsers(dest='db_command', required=True, metavar='DB_COMMAND')
+    st = db_sub.add_parser('stats', help='URLs by status, depth and host.')
+    st.add_argument('out', metavar='OUT', help='Crawl output folder.')
+    st.add_argument('--json', action='store_true', help='Print JSON instead of a table.')
+    gt = db_sub.add_parser('get', help='The crawl database record of URL(s).')
+    gt.add_argument('out', metavar='OUT', help='Crawl output folder.')
+    gt.add_argument('urls', metavar='URL', nargs='+', help='URL(s), any spelling.')
+    for p in (st, gt):
+        p.add_argument('-r', '--runner', choices=('inline', 'local', 'hadoop'),
+                       default='inline', help='mrjob runner. Default: %(default)s')
     return parser
 
 
@@ -100,17 +114,38 @@ def run_demo(args):
             os.remove(seeds)
 
 
+def run_db(args):
+    import json
+    from drivers import db
+    try:
+        if args.db_command == 'stats':
+            result = db.stats(args.out, args.runner)
+            print(json.dumps(result, indent=1) if args.json else db.format_stats(result))
+            return 0
+        records = db.get(args.out, args.urls, args.runner)
+    except FileNotFoundError as e:
+        print('mrcrawl: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    if not records:
+        print('mrcrawl: not in the crawl database: %s' % ' '.join(args.urls), file=sys.stderr)
+        return 1
+    print(db.format_records(records))
+    return 0
+
+
 def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format='%(name)s: %(message)s')
     logging.getLogger('mrjob').setLevel(logging.ERROR)
     args = build_parser().parse_args(argv)
-    if args.depth < 0:
+    if getattr(args, 'depth', 0) < 0:
         print('mrcrawl: --depth must be >= 0', file=sys.stderr)
         return EXIT_USAGE
     if args.command == 'crawl':
         return run_crawl(args, args.seeds, args.out)
     if args.command == 'demo':
         return run_demo(args)
+    if args.command == 'db':
+        return run_db(args)
     return EXIT_USAGE
 
 
