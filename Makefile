@@ -13,10 +13,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv crawl demo test clean
+.PHONY: help venv crawl demo test test-fast hadoop-up hadoop-down clean
 
 help:  ## Show this help
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
 
 $(STAMP): setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -27,13 +27,25 @@ $(STAMP): setup.cfg setup.py
 venv: $(STAMP)  ## Create the virtual environment (.venv) and install mrcrawl in it
 
 crawl: $(STAMP)  ## Crawl SEEDS to DEPTH into OUT with RUNNER (default: local runner, ./crawl)
-	$(BIN)/mrcrawl crawl --seeds $(SEEDS) --depth $(DEPTH) --out $(OUT) -r $(RUNNER) $(ARGS)
+	$(if $(filter hadoop,$(RUNNER)),. hadoop/env.sh && ,)$(BIN)/mrcrawl crawl --seeds $(SEEDS) --depth $(DEPTH) --out $(OUT) -r $(RUNNER) $(ARGS)
 
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
 	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
 
-test: $(STAMP)  ## Run the test suite
-	$(BIN)/python -m pytest tests
+test: $(STAMP)  ## Run every test: starts the single-node Hadoop, runs pytest, stops Hadoop
+	bash hadoop/up.sh
+	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
+
+test-fast: $(STAMP)  ## Run the tests that need no Hadoop (quick, for development)
+	$(BIN)/python -m pytest -m 'not hadoop' tests
+
+hadoop-up:  ## Assemble (once, with Maven) and start a single-node Hadoop on loopback
+	bash hadoop/up.sh
+
+hadoop-down:  ## Stop the single-node Hadoop
+	bash hadoop/down.sh
 
 clean:  ## Remove the virtual environment and local crawl outputs
 	rm -rf $(VENV) crawl demo-crawl
+
+-include bench/bench.mk

@@ -50,6 +50,9 @@ class Crawl:
         self.depth = depth
         self.progress = progress
         self.runner_args = list(runner_args)
+        if runner == 'hadoop':
+            from drivers import hadoop
+            self.runner_args = hadoop.runner_args() + self.runner_args
         self.fs = fslib.for_path(self.out)
         self.report = Report(self.out, self.fs, conf, depth, runner)
         self._conf_file = None

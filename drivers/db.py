@@ -17,6 +17,9 @@ def newest_crawldb(out):
 
 
 def _run(job_cls, args, runner):
+    if runner == 'hadoop':
+        from drivers import hadoop
+        args = hadoop.runner_args() + args
     job = job_cls(['-r', runner] + args)
     with job.make_runner() as r:
         r.run()

@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# Source me:  . hadoop/env.sh
+# Sets up the environment for mrcrawl's single-node Hadoop (see hadoop/NOTES.md).
+_mrcrawl_hadoop_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+export MRCRAWL_HADOOP_HOME="${MRCRAWL_HADOOP_HOME:-$HOME/.cache/mrcrawl-hadoop}"
+# Hadoop 3.5 wants JDK 17; do not rely on the system default java.
+if [[ -z "${MRCRAWL_JAVA_HOME:-}" ]]; then
+  for _j in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/java-17-openjdk-arm64 /usr/lib/jvm/java-17-openjdk /usr/lib/jvm/temurin-17*; do
+    if [[ -x "$_j/bin/java" ]]; then MRCRAWL_JAVA_HOME="$_j"; break; fi
+  done
+  unset _j
+fi
+export JAVA_HOME="${MRCRAWL_JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}"
+export HADOOP_HOME="$MRCRAWL_HADOOP_HOME"
+export HADOOP_CONF_DIR="$MRCRAWL_HADOOP_HOME/conf"
+export HADOOP_LOG_DIR="$MRCRAWL_HADOOP_HOME/logs"
+export MRCRAWL_HADOOP_BIN="$_mrcrawl_hadoop_dir/bin/hadoop"
+case ":$PATH:" in
+  *":$_mrcrawl_hadoop_dir/bin:"*) ;;
+  *) export PATH="$_mrcrawl_hadoop_dir/bin:$JAVA_HOME/bin:$PATH" ;;
+esac
+# hadoop-streaming is published on Maven Central only up to 3.4.2 (see pom.xml).
+MRCRAWL_STREAMING_JAR="$(ls "$MRCRAWL_HADOOP_HOME"/jars/hadoop-streaming-*.jar 2>/dev/null | head -n1)"
+export MRCRAWL_STREAMING_JAR="${MRCRAWL_STREAMING_JAR:-$MRCRAWL_HADOOP_HOME/jars/hadoop-streaming.jar}"
+# Python used by tasks on the NodeManager (a system interpreter, not the venv).
+if [[ -z "${MRCRAWL_TASK_PYTHON:-}" ]]; then
+  for _p in /root/.pyenv/versions/3.11.7/bin/python3.11 /usr/local/bin/python3.11 /usr/bin/python3.11 /usr/bin/python3; do
+    if [[ -x "$_p" ]]; then MRCRAWL_TASK_PYTHON="$_p"; break; fi
+  done
+  unset _p
+fi
+export MRCRAWL_TASK_PYTHON
+unset _mrcrawl_hadoop_dir
