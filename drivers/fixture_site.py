@@ -9,11 +9,39 @@ server's own log.
 
     with FixtureSite() as site:       # binds 127.0.0.1 on a port the OS picks
         site.url('/')                 # 'http://127.0.0.1:PORT/'
-        site.requests                 # [{'t', 'path', 'ua', 'host', 'client'}, ...]
+        site.requests                 # [{'t', 'path', 'ua', 'host', 'client', 'headers'}, ...]
+
+Fault endpoints (Scrapy mockserver style), all under ``/fault/``, for the fetcher's
+robustness tests; ``id=`` names a counter so "the first n requests" are per test:
+
+    /fault/status?n=503                    that status, small HTML body
+    /fault/flaky?n=2&code=503&id=X         `code` for the first n requests of id X, then 200
+    /fault/retry-after?n=1&after=1&id=X    429 + Retry-After: after, n times, then 200
+    /fault/delay?n=SECONDS                 waits before answering
+    /fault/stall                           headers, then silence (read timeout)
+    /fault/trickle?bytes=N&every=S         body one byte every S seconds
+    /fault/trickle-headers?every=S         status line and headers one byte every S seconds
+    /fault/drop                            closes the connection without an answer
+    /fault/reset                           resets the connection (RST) without an answer
+    /fault/big?bytes=N                     an HTML page of N bytes
+    /fault/gzip-bomb?mb=N                  N MiB of zeros, gzip-compressed (~1 KiB per MiB)
+    /fault/redirect?to=URL&code=302        a redirect to URL (absolute or relative)
+    /fault/redirect-loop?i=K               /fault/redirect-loop?i=K+1 ... back to i=0 after 3
+    /fault/redirect-chain?n=N              N redirects, then a page
+    /fault/type?ct=TYPE                    an HTML body served as TYPE (wrong content types)
+    /fault/charset?declared=L&actual=E&meta=M   Latin text in encoding E, header charset
+                                           L (optional), <meta charset=M> (optional)
+    /fault/conditional?etag=E              304 when If-None-Match is E, else 200 + ETag E
+
+``FixtureSite(robots=BYTES, robots_status=CODE)`` serves another robots.txt.
 """
 import http.server
+import socket
+import struct
 import threading
 import time
+import urllib.parse
+import zlib
 
 ROBOTS = b'User-agent: *\nDisallow: /private/\n'
 
@@ -50,6 +78,21 @@ PAGES = {
 }
 
 
+def _gzip_member(mib=1):
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)     # wbits 31: a gzip member
+    return c.compress(b'\0' * (mib << 20)) + c.flush()
+
+
+_GZIP_MIB = None    # one gzip member of 1 MiB of zeros; a bomb repeats it
+
+
+def _charset_body(actual, meta):
+    head = '<meta charset="%s">' % meta if meta else ''
+    text = ('<!DOCTYPE html><html><head>%s<title>Caf\u00e9 cr\u00e8me</title></head>'
+            '<body><p>Cr\u00e8me br\u00fbl\u00e9e, \u00e0 la carte.</p></body></html>' % head)
+    return text.encode(actual, 'replace')
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = 'HTTP/1.1'
     server_version = 'mrcrawl-fixture/1'
@@ -74,9 +117,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             site.requests.append({'t': time.monotonic(), 'path': self.path,
                                   'ua': self.headers.get('User-Agent', ''),
                                   'host': self.headers.get('Host', ''),
-                                  'client': self.client_address[0]})
+                                  'client': self.client_address[0],
+                                  'headers': dict(self.headers.items())})
         if path == '/robots.txt':
-            return self._send(200, ROBOTS, 'text/plain')
+            return self._send(site.robots_status, site.robots, 'text/plain')
+        if path.startswith('/fault/'):
+            return self._fault(path[len('/fault/'):], urllib.parse.parse_qs(
+                self.path.partition('?')[2]))
         if path == '/redirect':
             return self._send(301, b'', headers=[('Location', '/c.html')])
         if path == '/latin1.html':
@@ -96,15 +143,160 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_HEAD = do_GET
 
+    # -- fault endpoints ------------------------------------------------------------
+
+    def _hit(self, q):
+        """How many times this id was asked before (for "the first n requests")."""
+        site = self.server.site
+        key = q.get('id', [self.path])[0]
+        with site.lock:
+            n = site.hits.get(key, 0)
+            site.hits[key] = n + 1
+        return n
+
+    def _stay_quiet(self, seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not self.server.site.stopping.is_set():
+            time.sleep(0.05)
+
+    def _fault(self, name, q):
+        def arg(k, default):
+            return type(default)(q.get(k, [default])[0])
+        ok = _page('Fault page ' + name, '<p>survived</p>')
+        if name == 'status':
+            n = arg('n', 503)
+            return self._send(n, _page('Status %d' % n, ''))
+        if name == 'flaky':
+            if self._hit(q) < arg('n', 1):
+                return self._send(arg('code', 503), _page('Try again', ''))
+            return self._send(200, ok)
+        if name == 'retry-after':
+            if self._hit(q) < arg('n', 1):
+                return self._send(429, _page('Slow down', ''),
+                                  headers=[('Retry-After', q.get('after', ['1'])[0])])
+            return self._send(200, ok)
+        if name == 'delay':
+            self._stay_quiet(arg('n', 1.0))
+            return self._send(200, ok)
+        if name == 'stall':
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/html')
+            self.send_header('Content-Length', '1000')
+            self.end_headers()
+            self.wfile.flush()
+            self._stay_quiet(arg('n', 30.0))
+            self.close_connection = True
+            return
+        if name == 'trickle':
+            n, every = arg('bytes', 1000), arg('every', 0.1)
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/html')
+            self.send_header('Content-Length', str(n))
+            self.end_headers()
+            try:
+                for _ in range(n):
+                    if self.server.site.stopping.is_set():
+                        break
+                    self.wfile.write(b'a')
+                    self.wfile.flush()
+                    time.sleep(every)
+            except OSError:
+                pass
+            self.close_connection = True
+            return
+        if name == 'trickle-headers':
+            every = arg('every', 0.1)
+            head = (b'HTTP/1.1 200 OK\r\n' + b''.join(
+                b'X-Slow-%d: %s\r\n' % (i, b'x' * 20) for i in range(200)))
+            try:
+                for b in head:
+                    if self.server.site.stopping.is_set():
+                        break
+                    self.wfile.write(bytes([b]))
+                    self.wfile.flush()
+                    time.sleep(every)
+            except OSError:
+                pass
+            self.close_connection = True
+            return
+        if name == 'drop':
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if name == 'reset':
+            self.close_connection = True
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack('ii', 1, 0))
+            self.connection.close()
+            return
+        if name == 'big':
+            n = arg('bytes', 1 << 20)
+            head, tail = b'<html><body><p>', b'</p></body></html>'
+            body = head + b'a' * max(0, n - len(head) - len(tail)) + tail
+            return self._send(200, body)
+        if name == 'gzip-bomb':
+            global _GZIP_MIB
+            if _GZIP_MIB is None:
+                _GZIP_MIB = _gzip_member()
+            mib = arg('mb', 1024)
+            self.send_response(200)
+            self.send_header('Content-Type', 'text/html')
+            self.send_header('Content-Encoding', 'gzip')
+            self.send_header('Content-Length', str(len(_GZIP_MIB) * mib))
+            self.end_headers()
+            try:
+                for _ in range(mib):   # gzip allows members one after another
+                    self.wfile.write(_GZIP_MIB)
+            except OSError:
+                pass            # the client stopped reading at its limit
+            self.close_connection = True
+            return
+        if name == 'redirect':
+            return self._send(arg('code', 302), b'',
+                              headers=[('Location', q.get('to', ['/'])[0])])
+        if name == 'redirect-loop':
+            i = (arg('i', 0) + 1) % 3
+            return self._send(302, b'', headers=[('Location', '/fault/redirect-loop?i=%d' % i)])
+        if name == 'redirect-chain':
+            n = arg('n', 3)
+            if n <= 0:
+                return self._send(200, ok)
+            return self._send(302, b'', headers=[
+                ('Location', '/fault/redirect-chain?n=%d' % (n - 1))])
+        if name == 'type':
+            return self._send(200, ok, q.get('ct', ['application/octet-stream'])[0])
+        if name == 'charset':
+            declared = q.get('declared', [None])[0]
+            body = _charset_body(q.get('actual', ['utf-8'])[0], q.get('meta', [None])[0])
+            return self._send(200, body, 'text/html' + ('; charset=' + declared
+                                                        if declared else ''))
+        if name == 'conditional':
+            etag = '"%s"' % q.get('etag', ['v1'])[0]
+            if self.headers.get('If-None-Match') == etag:
+                self.send_response(304)
+                self.send_header('ETag', etag)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+                return
+            return self._send(200, ok, headers=[('ETag', etag),
+                                                ('Last-Modified', 'Mon, 30 Nov 2026 08:00:00 GMT')])
+        return self._send(404, _page('No such fault', ''))
+
 
 class FixtureSite:
     """The fixture website on *host* (a loopback address) and an OS-assigned port."""
 
-    def __init__(self, host='127.0.0.1', port=0):
+    def __init__(self, host='127.0.0.1', port=0, robots=ROBOTS, robots_status=200):
         self.requests = []
+        self.hits = {}
+        self.robots = robots
+        self.robots_status = robots_status
+        self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.httpd = http.server.ThreadingHTTPServer((host, port), _Handler)
         self.httpd.daemon_threads = True
+        # Clients that hang up on purpose (timeouts, size limits) are not server errors.
+        self.httpd.handle_error = lambda request, client_address: None
         self.httpd.site = self
         self.host, self.port = self.httpd.server_address[:2]
         self.thread = None
@@ -113,11 +305,13 @@ class FixtureSite:
         return 'http://%s:%d%s' % (self.host, self.port, path)
 
     def start(self):
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,),
+                                       daemon=True)
         self.thread.start()
         return self
 
     def stop(self):
+        self.stopping.set()       # ends stalls and trickles so shutdown is quick
         self.httpd.shutdown()
         self.httpd.server_close()
 

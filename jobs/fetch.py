@@ -1,12 +1,24 @@
 """MRFetch (CrawlerDriver): fetch one layer's URLs politely.
 
 Reads ``url`` records (in/NNN) and writes exactly one ``doc`` record per input URL
-(doc/NNN), with status fetched, http_error, network_error, robots_denied, filtered or
-deferred (see jobs.lib.records).
+(doc/NNN), with status fetched, not_modified, http_error, network_error, robots_denied,
+filtered, deferred or redirected (see jobs.lib.records).
 
-The mapper keys each URL by its politeness key (the host); a reducer owns each host, so
-there is one connection per host with ``politeness.delay`` between its requests, while
-``fetch.threads`` hosts are fetched at once inside each reducer.
+The mapper computes each URL's politeness key (``politeness.key``: host, IP address or
+registered domain) and sends the URL to one of ``fetch.reducers`` bins; each reducer
+owns one bin, regroups it by politeness key and fetches ``fetch.threads`` keys at once,
+one connection per key with ``politeness.delay`` between its requests.
+``fetch.time_budget`` bounds each reducer's time: what is left when it runs out is
+deferred to the next layer, never lost.
+
+Why bins rather than one shuffle key per host: the shuffle key is the reducer, so there
+are exactly ``fetch.reducers`` reduce tasks running at once and none waits for a second
+wave (mrjob's local runner cuts sorted map output into ~2 x cores tasks and runs
+``cores`` at a time, so per-host keys made a layer take two waves). A key goes to the bin
+the fetch plan chose by predicted cost (``--plan``, MRPlanFetch: URL count x (delay +
+latency), largest first on the least loaded bin), else to crc32(key) mod bins. The bin's
+shuffle key is a label whose Hadoop KeyFieldBasedPartitioner hash is that bin
+(jobs.lib.plan.label_for), so on Hadoop each bin is exactly one reducer.
 
 Run alone::
 
@@ -15,42 +27,91 @@ Run alone::
 import queue
 import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 
+import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, fetcher, records as R, urls
+from jobs.lib import counters as C, fetcher, plan, records as R
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
 
 
+class FetchKeyProtocol:
+    """``key<TAB>value``: the key as plain text (``[LABEL ]KEY``), the value JSON.
+
+    Plain text, not JSON, so that Hadoop's KeyFieldBasedPartitioner sees the plan's
+    label as the key's first space-separated field (keys never hold spaces or tabs).
+    """
+
+    @staticmethod
+    def read(line):
+        k, _, v = line.partition(b'\t')
+        return k.decode('utf-8'), orjson.loads(v)
+
+    @staticmethod
+    def write(key, value):
+        return key.encode('utf-8') + b'\t' + orjson.dumps(value)
+
+
 class MRFetch(CrawlJob):
     COUNTER_GROUP = C.FETCH
+    INTERNAL_PROTOCOL = FetchKeyProtocol
+    # Hadoop only (mrjob's inline and local runners ignore it): partition by the first
+    # space-separated field of the key, the plan's label (or the whole key if none).
+    PARTITIONER = 'org.apache.hadoop.mapred.lib.KeyFieldBasedPartitioner'
+
+    def configure_args(self):
+        super().configure_args()
+        self.add_file_arg('--plan', help='Fetch plan (MRPlanFetch output, JSON lines) that '
+                          'places big politeness keys on reducers. Default: none (hash).')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_key_by_host,
+        return [MRStep(mapper_init=self.mapper_init_plan,
+                       mapper=self.mapper_key_by_host,
                        reducer_init=self.reducer_init_pool,
                        reducer=self.reducer_fetch_host,
                        reducer_final=self.reducer_final_drain,
-                       jobconf={'mapreduce.job.reduces': self.conf['fetch']['reducers']})]
+                       jobconf={'mapreduce.job.reduces': self.conf['fetch']['reducers'],
+                                'mapreduce.partition.keypartitioner.options': '-k1,1',
+                                'mapreduce.map.output.key.field.separator': ' '})]
+
+    def mapper_init_plan(self):
+        """Load the plan: {politeness key: bin} for the keys it placed."""
+        self.bins = self.conf['fetch']['reducers']
+        self.planned = {}
+        if self.options.plan:
+            with open(self.options.plan, 'rb') as f:
+                for line in f:
+                    if line.strip():
+                        rec = orjson.loads(line)
+                        self.planned[rec['key']] = rec['partition']
 
     def mapper_key_by_host(self, _, line):
-        """in/ line -> (politeness key, url record)."""
+        """in/ line -> (bin label, [politeness key, url record])."""
         for rec in self.records(line, 'url'):
             self.count(C.URLS_IN)
-            url = urls.normalize(rec['url'])
-            if url is None or len(url) > self.conf['filter']['max_url_length']:
-                yield _INVALID_KEY, rec
+            key = fetcher.fetch_key(rec, self.conf)
+            if key is None:
+                yield plan.label_for(0, self.bins), [_INVALID_KEY, rec]
+                continue
+            b = self.planned.get(key)
+            if b is None:
+                b = zlib.crc32(key.encode('utf-8')) % self.bins
             else:
-                rec['url'] = url
-                yield urls.host(url), rec
+                self.count(C.PLANNED_URLS)
+            yield plan.label_for(b, self.bins), [key, rec]
 
-    # -- reducer: hosts in a thread pool, results streamed back through a queue ------
+    # -- reducer: keys in a thread pool, results streamed back through a queue -------
 
     def reducer_init_pool(self):
         self.threads = self.conf['fetch']['threads']
+        budget = self.conf['fetch']['time_budget']
+        # The budget counts from the reducer's start: the time the layer may spend.
+        self.budget_deadline = time.monotonic() + budget if budget > 0 else None
         self.pool = ThreadPoolExecutor(self.threads)
         self.results = queue.Queue(maxsize=4 * self.threads)
         self.active = 0
@@ -58,39 +119,46 @@ class MRFetch(CrawlJob):
         self.last_status = time.monotonic()
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
+        self.stats = {}
 
-    def reducer_fetch_host(self, key, values):
-        """(host, url records) -> doc records of hosts that have finished so far."""
-        items = list(values)
-        if key == _INVALID_KEY:
-            for rec in items:
+    def reducer_fetch_host(self, _, values):
+        """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
+        by_key = {}
+        for pkey, rec in values:
+            if pkey == _INVALID_KEY:
                 yield from self._emit(fetcher.HostFetcher._unfetched(
                     rec, self.options.layer, R.FETCH_FILTERED, 'bad_url'))
-            return
-        self.count(C.HOSTS)
-        while self.active >= self.threads:
-            yield from self._drain(block=True)
-        self.active += 1
-        self.pool.submit(self._run_host, items)
-        yield from self._drain(block=False)
+            else:
+                by_key.setdefault(pkey, []).append(rec)
+        # Biggest keys first: they bound the layer's time, so they must not start last.
+        for pkey in sorted(by_key, key=lambda k: -len(by_key[k])):
+            self.count(C.HOSTS)
+            while self.active >= self.threads:
+                yield from self._drain(block=True)
+            self.active += 1
+            self.pool.submit(self._run_host, pkey, by_key.pop(pkey))
+            yield from self._drain(block=False)
 
     def reducer_final_drain(self):
-        """Wait for the hosts still running and emit their records."""
+        """Wait for the keys still running and emit their records."""
         while self.active:
             yield from self._drain(block=True)
         self.pool.shutdown()
         self.count(C.ROBOTS_FETCHED, self.robots_fetches)
         self.count(C.ROBOTS_ERROR, self.robots_failures)
+        for name, n in sorted(self.stats.items()):
+            self.count(name, n)
 
-    def _run_host(self, items):
-        """Worker thread: fetch one host; every input record yields one output record."""
+    def _run_host(self, pkey, items):
+        """Worker thread: fetch one key; every input record yields one output record."""
         n_done = 0
-        hf = fetcher.HostFetcher(self.conf, self.robots_cache)
+        hf = fetcher.HostFetcher(self.conf, self.robots_cache,
+                                 budget_deadline=self.budget_deadline)
         try:
-            for doc in hf.fetch(items, self.options.layer):
+            for doc in hf.fetch(items, self.options.layer, pkey):
                 n_done += 1
                 self.results.put(('doc', doc))
-        except Exception as e:   # a bug must not lose the host's URLs
+        except Exception as e:   # a bug must not lose the key's URLs
             reason = 'internal_' + type(e).__name__
             for rec in items[n_done:]:
                 self.results.put(('doc', fetcher.HostFetcher._unfetched(
@@ -100,6 +168,8 @@ class MRFetch(CrawlJob):
             with self.stats_lock:
                 self.robots_fetches += hf.robots_fetches
                 self.robots_failures += hf.robots_failures
+                for name, n in hf.stats.items():
+                    self.stats[name] = self.stats.get(name, 0) + n
             self.results.put(('done', None))
 
     def _drain(self, block):
@@ -130,7 +200,7 @@ class MRFetch(CrawlJob):
 
     def _status(self):
         self.last_status = time.monotonic()
-        self.set_status('fetching: %d hosts running' % self.active)
+        self.set_status('fetching: %d keys running' % self.active)
 
 
 if __name__ == '__main__':

@@ -89,8 +89,11 @@ def sniff(body, content_type=None):
 def decode(body, content_type=None):
     """``(text, encoding)``: *body* decoded by its sniffed encoding, errors replaced."""
     name = sniff(body, content_type)
-    if name in ('utf-8',) and body.startswith(codecs.BOM_UTF8):
-        body = body[3:]
+    mark = bom(body)
+    if mark is not None and mark == name:
+        # The BOM picked the encoding; it is not part of the text (utf-16 codecs of a
+        # fixed byte order would keep it as U+FEFF).
+        body = body[3 if name == 'utf-8' else 2:]
     try:
         return body.decode(_python_name(name), 'replace'), name
     except LookupError:

@@ -1,45 +1,95 @@
-"""Fetching one host's URLs politely: robots.txt, one connection, a delay between requests.
+"""Fetching one politeness key's URLs politely: robots.txt, one connection, a delay.
 
-``HostFetcher(conf, robots_cache).fetch(host_key, in_records)`` yields one doc record
+``HostFetcher(conf, robots_cache).fetch(in_records, layer, key)`` yields one doc record
 (see jobs.lib.records) per input record, whatever happens: nothing is lost. The fetch
-job runs many HostFetchers at once in threads, one per host.
+job runs many HostFetchers at once in threads, one per politeness key (:func:`politeness_key`:
+the host, its IP address or its registered domain).
 
-Security: every TCP connection goes through :func:`_safe_create_connection`, which
-resolves the name through a cache and refuses loopback, private, link-local, multicast
-and reserved addresses unless ``security.allow_private_networks`` is on. Because the
+Politeness: the requests of one key (robots.txt, retries and redirect hops included)
+go out one at a time, each starting at least ``delay`` seconds after the previous one
+ended; a robots.txt ``Crawl-delay`` raises that delay up to ``politeness.max_crawl_delay``.
+
+Robustness: 5xx, 429 and transient network errors are retried with exponential
+backoff (``Retry-After`` honoured up to ``fetch.max_retry_after``); after
+``fetch.max_consecutive_failures`` failed URLs in a row the rest of the key is deferred;
+when the reducer's ``fetch.time_budget`` runs out the rest is deferred. A watchdog
+cuts any request (headers included) that runs past ``fetch.max_request_seconds``.
+
+Security: every TCP connection of a fetcher's session goes through
+:func:`_safe_create_connection` (mounted by :class:`SafeAdapter` on the crawl's own
+sessions only; nothing is patched process-wide), which resolves the name through a cache and refuses loopback, private, link-local, multicast
+and reserved addresses (also when spelled as IPv4-mapped, IPv4-compatible, NAT64 or
+6to4 IPv6 addresses) unless ``security.allow_private_networks`` is on. Because the
 check sits where the socket is opened, it covers every redirect hop and cannot be
 dodged by a name that resolves differently on a second lookup.
 """
 import base64
+import email.utils
 import hashlib
+import heapq
 import ipaddress
+import itertools
 import socket
 import threading
 import time
+import weakref
 from datetime import datetime, timezone
 
 import requests
-import urllib3.util.connection
+import urllib3
+import urllib3.connection
+import urllib3.exceptions
 
 from jobs.lib import encoding, records as R, robots, urls
 
 HTML_TYPES = ('text/html', 'application/xhtml+xml')
-_KEPT_HEADERS = ('etag', 'last-modified', 'x-robots-tag', 'retry-after', 'content-length')
+_KEPT_HEADERS = ('etag', 'last-modified', 'x-robots-tag', 'retry-after', 'content-length',
+                 'content-encoding')
 _CHUNK = 64 * 1024
+_DRAIN_BYTES = 64 * 1024   # unread bodies up to this are read to keep the connection
+#: Network error reasons worth a retry: the server or the path may recover in seconds.
+#: dns, private_address, tls, connection_refused and time_limit are not retried: they
+#: rarely heal within a layer and a retry would only spend the host's time.
+_RETRY_REASONS = ('read_timeout', 'connect_timeout', 'connection_reset', 'protocol_error',
+                  'connection_error')
+POLITENESS_KEYS = ('host', 'ip', 'domain')
 
 
 class Blocked(OSError):
     """A connection refused by the address policy (reason: private_address)."""
 
 
-def _ip_is_public(ip):
-    if ip.version == 6 and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+def _embedded_ipv4(ip):
+    """IPv4 addresses an IPv6 address carries (mapped, compatible, NAT64, 6to4, Teredo)."""
+    if ip.version != 6:
+        return []
+    out = []
+    if ip.ipv4_mapped is not None:
+        out.append(ip.ipv4_mapped)
+    if ip.sixtofour is not None:
+        out.append(ip.sixtofour)
+    if ip.teredo is not None:
+        out.extend(ip.teredo)
+    n = int(ip)
+    if n >> 32 == 0 and n > 1:                      # ::a.b.c.d (IPv4-compatible)
+        out.append(ipaddress.IPv4Address(n & 0xFFFFFFFF))
+    if n >> 32 == 0x0064ff9b << 64:                 # 64:ff9b::/96 (NAT64)
+        out.append(ipaddress.IPv4Address(n & 0xFFFFFFFF))
+    return out
+
+
+def ip_is_public(ip):
+    """True for an address a crawl may connect to without allow_private_networks."""
+    if isinstance(ip, str):
+        ip = ipaddress.ip_address(ip.split('%', 1)[0])
+    return all(a.is_global and not a.is_multicast for a in [ip] + _embedded_ipv4(ip))
+
+
+_ip_is_public = ip_is_public   # old name, kept for callers
 
 
 class Resolver:
-    """getaddrinfo with a cache (names are resolved once per task) and the address policy."""
+    """getaddrinfo with a cache (names are resolved once per TTL) and the address policy."""
 
     def __init__(self, allow_private=False, ttl=3600.0):
         self.allow_private = allow_private
@@ -47,26 +97,34 @@ class Resolver:
         self._cache = {}
         self._lock = threading.Lock()
 
-    def resolve(self, host, port):
+    def lookup(self, host, port):
+        """getaddrinfo results for (host, port), from the cache when fresh; no policy."""
         key = (host, port)
         now = time.monotonic()
         with self._lock:
             hit = self._cache.get(key)
         if hit is not None and now - hit[1] < self.ttl:
-            infos = hit[0]
-        else:
-            infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
-            with self._lock:
-                self._cache[key] = (infos, now)
+            return hit[0]
+        infos = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+        with self._lock:
+            self._cache[key] = (infos, now)
+        return infos
+
+    def resolve(self, host, port):
+        """Like :meth:`lookup`, but raises :class:`Blocked` for a refused address."""
+        infos = self.lookup(host, port)
         if not self.allow_private:
             for info in infos:
                 ip = ipaddress.ip_address(info[4][0].split('%', 1)[0])
-                if not _ip_is_public(ip):
+                if not ip_is_public(ip):
                     raise Blocked('%s resolves to non-public address %s' % (host, ip))
         return infos
 
 
 RESOLVER = Resolver()
+
+# The fetching thread's open sockets, so the watchdog can cut a stalled request.
+_tls = threading.local()
 
 
 def _safe_create_connection(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT,
@@ -88,6 +146,9 @@ def _safe_create_connection(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT,
             if source_address:
                 sock.bind(source_address)
             sock.connect(sockaddr)
+            owner = getattr(_tls, 'sockets', None)
+            if owner is not None:
+                owner.add(sock)
             return sock
         except OSError as e:
             err = e
@@ -96,7 +157,150 @@ def _safe_create_connection(address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT,
     raise err if err is not None else OSError('getaddrinfo returned nothing')
 
 
-urllib3.util.connection.create_connection = _safe_create_connection
+class _SafeHTTPConnection(urllib3.connection.HTTPConnection):
+    """An HTTPConnection that connects through :func:`_safe_create_connection`."""
+
+    def _new_conn(self):
+        try:
+            return _safe_create_connection((self._dns_host, self.port), self.timeout,
+                                           source_address=self.source_address,
+                                           socket_options=self.socket_options)
+        except Blocked:
+            raise
+        except socket.gaierror as e:
+            raise urllib3.exceptions.NameResolutionError(self.host, self, e) from e
+        except socket.timeout as e:
+            raise urllib3.exceptions.ConnectTimeoutError(
+                self, 'Connection to %s timed out' % self.host) from e
+        except OSError as e:
+            raise urllib3.exceptions.NewConnectionError(
+                self, 'Failed to establish a new connection: %s' % e) from e
+
+
+class _SafeHTTPSConnection(_SafeHTTPConnection, urllib3.connection.HTTPSConnection):
+    pass
+
+
+class _SafeHTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = _SafeHTTPConnection
+
+
+class _SafeHTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = _SafeHTTPSConnection
+
+
+class SafeAdapter(requests.adapters.HTTPAdapter):
+    """The crawl's HTTPAdapter: its connections resolve and connect through RESOLVER.
+
+    Mounted on the fetchers' sessions only, so that other HTTP clients in the same
+    process (the driver's WebHDFS client, with the inline runner) keep their own rules.
+    """
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {'http': _SafeHTTPPool,
+                                                   'https': _SafeHTTPSPool}
+
+
+class _Watchdog:
+    """One thread that calls a function when its deadline passes unless disarmed first.
+
+    requests' read timeout bounds the wait for *each* byte, so a server that trickles
+    its headers or body a byte at a time could hold a connection forever; the watchdog
+    enforces the whole-request limit by shutting the request's sockets down.
+    """
+
+    def __init__(self):
+        self._heap = []
+        self._cond = threading.Condition()
+        self._ids = itertools.count()
+        self._thread = None
+
+    def arm(self, deadline, fn):
+        entry = [deadline, next(self._ids), fn, False]    # [.., .., fn, fired]
+        with self._cond:
+            heapq.heappush(self._heap, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name='fetch-watchdog',
+                                                daemon=True)
+                self._thread.start()
+            self._cond.notify()
+        return entry
+
+    def disarm(self, entry):
+        """Cancel *entry*; returns True when it had already fired."""
+        with self._cond:
+            fired = entry[3]
+            entry[2] = None
+        return fired
+
+    def _run(self):
+        while True:
+            with self._cond:
+                while not self._heap or self._heap[0][0] > time.monotonic():
+                    wait = self._heap[0][0] - time.monotonic() if self._heap else None
+                    self._cond.wait(wait)
+                entry = heapq.heappop(self._heap)
+                fn = entry[2]
+                if fn is not None:
+                    entry[3] = True
+            if fn is not None:
+                try:
+                    fn()
+                except Exception:   # a failing cut must not kill the watchdog
+                    pass
+
+
+WATCHDOG = _Watchdog()
+
+_PSL = None
+_PSL_LOCK = threading.Lock()
+
+
+def registered_domain(name):
+    """``www.example.co.uk`` -> ``example.co.uk`` (bundled Public Suffix List; IPs as is)."""
+    global _PSL
+    if urls.literal_ip(name) is not None:
+        return name
+    with _PSL_LOCK:
+        if _PSL is None:
+            from publicsuffixlist import PublicSuffixList
+            _PSL = PublicSuffixList()    # its bundled list: nothing is downloaded
+    return _PSL.privatesuffix(name) or name
+
+
+def politeness_key(url, mode='host', resolver=None):
+    """The politeness key of a normalised *url*: ``host[:port]``, ``ip:...`` or ``domain:...``.
+
+    ``ip`` resolves the name (through the cache, without the address policy, which the
+    fetcher applies later); a name that does not resolve keeps its host key, so its
+    URLs still reach a fetcher that records the DNS error.
+    """
+    if mode == 'host':
+        return urls.host(url)
+    name = urls.hostname(url)
+    if not name:
+        return urls.host(url)
+    if mode == 'domain':
+        return 'domain:' + registered_domain(name)
+    try:
+        infos = (resolver or RESOLVER).lookup(name, 443 if url.startswith('https:') else 80)
+    except (OSError, UnicodeError):
+        return urls.host(url)
+    return 'ip:' + infos[0][4][0] if infos else urls.host(url)
+
+
+def fetch_key(rec, conf):
+    """The politeness key of an in/ ``url`` record, or None if its URL cannot be fetched.
+
+    Normalises ``rec['url']`` in place (the fetch job's mapper and MRPlanFetch share
+    this, so a plan and a fetch of the same in/ agree on every key).
+    """
+    url = urls.normalize(rec.get('url'))
+    if url is None or len(url) > conf['filter']['max_url_length']:
+        return None
+    rec['url'] = url
+    return politeness_key(url, conf['politeness']['key'])
 
 
 def now_iso():
@@ -126,8 +330,11 @@ def _error_reason(exc):
             return 'tls'
         if isinstance(exc, (ConnectionResetError, urllib3.exceptions.ProtocolError,
                             requests.exceptions.ChunkedEncodingError)):
-            return 'connection_reset' if isinstance(exc, ConnectionResetError) \
-                else 'protocol_error'
+            # urllib3 wraps a reset as ProtocolError('Connection aborted.', reset)
+            if isinstance(exc, ConnectionResetError) or any(
+                    isinstance(a, ConnectionResetError) for a in exc.args):
+                return 'connection_reset'
+            return 'protocol_error'
         if isinstance(exc, ConnectionRefusedError):
             return 'connection_refused'
         if isinstance(exc, urllib3.exceptions.DecodeError) or \
@@ -142,8 +349,29 @@ def _error_reason(exc):
     return 'connection_error'
 
 
+def retry_after_seconds(value, now=None):
+    """Seconds a ``Retry-After`` header asks for (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    return max(0.0, (when - now).total_seconds())
+
+
 class TimeLimit(Exception):
     """The whole-request time limit ran out."""
+
+
+class OutOfBudget(Exception):
+    """The reducer's time budget ran out: the URL is deferred, not failed."""
 
 
 class RobotsCache:
@@ -163,139 +391,344 @@ class RobotsCache:
             return self._rules[origin]
 
 
-class HostFetcher:
-    """Fetches URLs of one politeness key, sequentially, with the configured delay."""
+class _Hop:
+    """What one request of a redirect chain gave: a redirect target or a final answer."""
 
-    def __init__(self, conf, robots_cache=None, clock=time.monotonic, sleep=time.sleep):
+    def __init__(self, target=None):
+        self.target = target
+
+
+class HostFetcher:
+    """Fetches URLs of one politeness key, sequentially, with the configured delay.
+
+    *budget_deadline* (a ``clock()`` value or None) is when the reducer's time budget
+    ends; ``stats`` counts what the job reports as counters (names in jobs.lib.counters).
+    """
+
+    def __init__(self, conf, robots_cache=None, clock=time.monotonic, sleep=time.sleep,
+                 budget_deadline=None):
         self.conf = conf
         pol, fet = conf['politeness'], conf['fetch']
         self.user_agent = pol['user_agent']
         self.delay = pol['delay']
         self.obey_robots = pol['obey_robots']
         self.max_crawl_delay = pol['max_crawl_delay']
+        self.key_mode = pol.get('key', 'host')
         self.timeout = (fet['connect_timeout'], fet['read_timeout'])
         self.max_seconds = fet['max_request_seconds']
         self.max_body = fet['max_body_bytes']
         self.max_redirects = fet['max_redirects']
+        self.max_retries = fet.get('max_retries', 0)
+        self.retry_backoff = fet.get('retry_backoff', 1.0)
+        self.max_retry_after = fet.get('max_retry_after', 0.0)
+        self.max_failures = fet.get('max_consecutive_failures', 0)
+        self.keep_types = tuple(t.lower() for t in fet.get('keep_types', ()))
+        self.max_url_length = conf.get('filter', {}).get('max_url_length', 2048)
         self.robots_cache = robots_cache or RobotsCache()
         RESOLVER.allow_private = conf['security']['allow_private_networks']
+        RESOLVER.ttl = fet.get('dns_cache_seconds', RESOLVER.ttl)
         self.clock = clock
         self.sleep = sleep
+        self.budget_deadline = budget_deadline
         self._next_request = 0.0
+        self._last_end = 0.0
         self.session = None
+        self.key = None
+        self._sockets = weakref.WeakSet()
+        self._in_urls = set()       # this key's URLs in this layer's in/
+        self._fetched = set()       # URLs this fetcher requested (chain hops included)
         self.robots_fetches = 0     # robots.txt requests this fetcher made
         self.robots_failures = 0
+        self.stats = {}
+
+    def _stat(self, name, n=1):
+        self.stats[name] = self.stats.get(name, 0) + n
 
     # -- politeness ---------------------------------------------------------------
 
-    def _wait_turn(self, delay):
+    def _wait_turn(self):
+        """Sleep until this key may be asked again; OutOfBudget if that is too late."""
         wait = self._next_request - self.clock()
+        if self.budget_deadline is not None and \
+                self.clock() + max(wait, 0.0) >= self.budget_deadline:
+            raise OutOfBudget()
         if wait > 0:
             self.sleep(wait)
 
-    def _done_request(self, delay):
-        self._next_request = self.clock() + delay
+    def _done_request(self, pause=0.0):
+        """A request to this key ended: the next one waits the delay (or *pause*, if longer)."""
+        self._last_end = self.clock()
+        self._next_request = self._last_end + max(self.delay, pause)
+
+    # -- one HTTP request, cut by the watchdog ---------------------------------------
+
+    def _deadline(self):
+        deadline = self.clock() + self.max_seconds
+        if self.budget_deadline is not None:
+            deadline = min(deadline, self.budget_deadline)
+        return deadline
+
+    def _cut(self):
+        """Watchdog thread: shut this fetcher's sockets down; the blocked read returns."""
+        for _ in range(5):
+            try:
+                socks = list(self._sockets)
+                break
+            except RuntimeError:     # the fetching thread added one meanwhile
+                continue
+        else:
+            socks = []
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _get(self, url, deadline, headers=None):
+        """``session.get`` (streamed, no redirects) under the watchdog.
+
+        Returns (response, watchdog entry): the entry stays armed while the body is read
+        and must be passed to :meth:`_disarm`.
+        """
+        entry = WATCHDOG.arm(time.monotonic() + max(0.0, deadline - self.clock()), self._cut)
+        try:
+            resp = self.session.get(url, stream=True, allow_redirects=False,
+                                    timeout=self.timeout, headers=headers)
+        except Exception:
+            if WATCHDOG.disarm(entry):
+                raise self._limit_error(deadline)
+            raise
+        return resp, entry
+
+    def _limit_error(self, deadline):
+        if self.budget_deadline is not None and deadline >= self.budget_deadline:
+            return OutOfBudget()
+        return TimeLimit()
+
+    def _disarm(self, entry, deadline, exc=None):
+        """Stop the watchdog; an error it caused becomes TimeLimit/OutOfBudget."""
+        if WATCHDOG.disarm(entry) and exc is not None:
+            raise self._limit_error(deadline) from exc
 
     # -- robots.txt ---------------------------------------------------------------
 
     def _fetch_robots(self, origin):
-        """Rules for *origin*: RFC 9309 error handling, up to 5 redirects, 500 KiB."""
+        """Rules for *origin*: RFC 9309 error handling, up to 5 redirects, 500 KiB.
+
+        4xx: allow all. 5xx, 429 (as Nutch and Google treat it), unreachable or a
+        redirect chain longer than 5: disallow all for this layer (the URLs are deferred
+        and robots.txt is tried again next layer). Its requests keep the key's delay.
+        """
         if not self.obey_robots:
             return robots.Rules(allow_all=True)
         url = origin + '/robots.txt'
-        self.robots_fetches += 1
         try:
             for _ in range(6):
-                resp = self.session.get(url, stream=True, allow_redirects=False,
-                                        timeout=self.timeout)
+                self._wait_turn()
+                self.robots_fetches += 1
+                deadline = self._deadline()
+                entry = None
                 try:
-                    if resp.is_redirect:
-                        url = urls.normalize(urls.resolve(url, resp.headers.get('location')))
-                        if url is None:
-                            return robots.Rules(allow_all=True, reason='robots_bad_redirect')
-                        continue
-                    if 400 <= resp.status_code < 500:
-                        return robots.Rules(allow_all=True, reason='robots_%d' % resp.status_code)
-                    if resp.status_code >= 500:
-                        self.robots_failures += 1
-                        return robots.Rules(deny_all=True, reason='robots_%d' % resp.status_code)
-                    body, _ = self._read_body(resp, robots.MAX_ROBOTS_BYTES,
-                                              self.clock() + self.max_seconds)
-                    return robots.Rules(body, self.user_agent)
+                    resp, entry = self._get(url, deadline)
+                    try:
+                        if resp.is_redirect:
+                            url = urls.normalize(urls.resolve(url, resp.headers.get('location')))
+                            if url is None:
+                                return robots.Rules(allow_all=True, reason='robots_bad_redirect')
+                            continue
+                        if resp.status_code == 429 or resp.status_code >= 500:
+                            self.robots_failures += 1
+                            return robots.Rules(deny_all=True,
+                                                reason='robots_%d' % resp.status_code)
+                        if 400 <= resp.status_code < 500:
+                            return robots.Rules(allow_all=True,
+                                                reason='robots_%d' % resp.status_code)
+                        body, _ = self._read_body(resp, robots.MAX_ROBOTS_BYTES, deadline)
+                        return robots.Rules(body, self.user_agent)
+                    finally:
+                        resp.close()
+                except (requests.RequestException, OSError,
+                        urllib3.exceptions.HTTPError) as e:
+                    if entry is not None:
+                        self._disarm(entry, deadline, e)
+                    raise
                 finally:
-                    resp.close()
-            # RFC 9309: more than five redirects may be treated as unreachable... but
-            # as "allow all" for 4xx-like; we treat it as unavailable.
+                    if entry is not None:
+                        WATCHDOG.disarm(entry)
+                    self._done_request()
             self.robots_failures += 1
-            return robots.Rules(deny_all=True, reason='robots_redirect_loop')
-        except (requests.RequestException, OSError, TimeLimit, urllib3.exceptions.HTTPError) as e:
+            return robots.Rules(deny_all=True, reason='robots_too_many_redirects')
+        except OutOfBudget:
+            raise
+        except TimeLimit:
+            self.robots_failures += 1
+            return robots.Rules(deny_all=True, reason='robots_time_limit')
+        except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as e:
             self.robots_failures += 1
             return robots.Rules(deny_all=True, reason='robots_' + _error_reason(e))
-        finally:
-            self._done_request(self.delay)
 
-    # -- one request ----------------------------------------------------------------
+    # -- bodies -------------------------------------------------------------------------
 
     def _read_body(self, resp, limit, deadline):
-        """Read up to *limit* decoded bytes; returns (bytes, truncated)."""
+        """Read up to *limit* decoded bytes; returns (bytes, truncated).
+
+        urllib3 >= 2.6 decompresses at most *amt* bytes per ``read1`` call, so a gzip
+        bomb never inflates past the limit plus one chunk.
+        """
         chunks, size = [], 0
         raw = resp.raw
         while True:
             if self.clock() > deadline:
-                raise TimeLimit()
-            chunk = raw.read1(_CHUNK, decode_content=True) if hasattr(raw, 'read1') \
-                else raw.read(_CHUNK, decode_content=True)
+                raise self._limit_error(deadline)
+            chunk = raw.read1(min(_CHUNK, limit - size + 1), decode_content=True)
             if not chunk:
                 return b''.join(chunks), False
             chunks.append(chunk)
             size += len(chunk)
-            if size >= limit:
-                body = b''.join(chunks)
-                return body[:limit], True
+            if size > limit:
+                return b''.join(chunks)[:limit], True
+
+    def _drain(self, resp, deadline):
+        """Read the rest of a small unread body (redirects, errors, metadata-only types)
+        so the connection goes back to the pool instead of being closed."""
+        try:
+            size = int(resp.headers.get('content-length', -1))
+        except ValueError:
+            return
+        if not 0 <= size <= _DRAIN_BYTES or resp.raw.closed:
+            return
+        try:
+            while self.clock() < deadline and resp.raw.read(_DRAIN_BYTES,
+                                                            decode_content=False):
+                pass
+        except (OSError, urllib3.exceptions.HTTPError):
+            pass     # the connection is dropped: that is all a failed drain costs
+
+    # -- one URL ------------------------------------------------------------------------
+
+    def _new_doc(self, rec, layer):
+        url = rec['url']
+        return {'kind': 'doc', 'url': url, 'depth': rec.get('depth', 0), 'layer': layer,
+                'status': None, 'reason': None, 'http_status': None, 'final_url': url,
+                'redirects': [], 'content_type': None, 'fetch_time': now_iso(),
+                'elapsed': 0.0, 'length': 0, 'truncated': False, 'digest': None,
+                'encoding': None, 'body': None, 'headers': {}, 'attempts': 0}
+
+    def _conditional_headers(self, rec):
+        headers = {}
+        if rec.get('etag'):
+            headers['If-None-Match'] = rec['etag']
+        if rec.get('last_modified'):
+            headers['If-Modified-Since'] = rec['last_modified']
+        if headers:
+            self._stat('conditional_requests_total')
+        return headers or None
+
+    def _request(self, url, doc, headers=None):
+        """One request of a chain, retried on 5xx/429/transient errors with backoff.
+
+        Returns a :class:`_Hop` with the redirect target (absolute, not yet normalised)
+        or with ``target=None`` when *doc* holds the final answer.
+        """
+        attempt = 0
+        while True:
+            self._wait_turn()
+            self._fetched.add(url)
+            doc['attempts'] += 1
+            deadline = self._deadline()
+            pause = 0.0
+            entry = None
+            try:
+                resp, entry = self._get(url, deadline, headers)
+                try:
+                    code = resp.status_code
+                    if (code == 429 or code >= 500) and attempt < self.max_retries:
+                        wait = retry_after_seconds(resp.headers.get('retry-after'))
+                        if wait is None or wait <= self.max_retry_after:
+                            pause = max(wait or 0.0, self.retry_backoff * 2 ** attempt)
+                            attempt += 1
+                            self._stat('retries_total')
+                            continue
+                        self._stat('retry_after_over_cap_total')
+                    if resp.is_redirect:
+                        return _Hop(urls.resolve(url, resp.headers.get('location')) or '')
+                    self._record_response(doc, resp, deadline)
+                    return _Hop()
+                finally:
+                    self._drain(resp, deadline)
+                    resp.close()
+            except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as e:
+                if entry is not None:
+                    self._disarm(entry, deadline, e)
+                if _error_reason(e) in _RETRY_REASONS and attempt < self.max_retries:
+                    pause = self.retry_backoff * 2 ** attempt
+                    attempt += 1
+                    self._stat('retries_total')
+                    continue
+                raise
+            finally:
+                if entry is not None:
+                    WATCHDOG.disarm(entry)
+                self._done_request(pause)
+
+    def _check_hop(self, doc, target):
+        """(status, reason) when a redirect to *target* must not be followed, else None.
+
+        Every hop passes what the job's mapper checks for in/ URLs (http(s), normalises,
+        length) and stays within this politeness key: a hop to another key is recorded
+        (status redirected, final_url = the target) and the crawl database takes the
+        target for the next layer, as Nutch does with http.redirect.max = 0, because
+        another key may be fetched by another reducer at this very moment.
+        """
+        if target is None:
+            return R.FETCH_HTTP_ERROR, 'bad_redirect'
+        if len(target) > self.max_url_length:
+            return R.FETCH_FILTERED, 'redirect_url_too_long'
+        if target == doc['url'] or target in doc['redirects'][:-1]:
+            return R.FETCH_NETWORK_ERROR, 'redirect_loop'
+        if politeness_key(target, self.key_mode) != self.key:
+            self._stat('redirect_cross_key_total')
+            return R.FETCH_REDIRECTED, 'cross_key'
+        if target in self._in_urls or target in self._fetched:
+            # In this layer's in/ (it gets its own record) or already fetched by this
+            # fetcher: fetching it again under this URL would fetch it twice.
+            self._stat('redirect_deduplicated_total')
+            return R.FETCH_REDIRECTED, 'duplicate_target'
+        rules = self._rules_for(target)
+        if rules is not None and not rules.allowed(target):
+            if rules.deny_all:
+                return R.FETCH_DEFERRED, rules.reason or 'robots_unavailable'
+            return R.FETCH_ROBOTS_DENIED, 'redirect_target'
+        return None
 
     def _fetch_one(self, rec, layer):
         """One doc record for the in/ record *rec*."""
-        url = rec['url']
-        doc = {'kind': 'doc', 'url': url, 'depth': rec.get('depth', 0), 'layer': layer,
-               'status': None, 'reason': None, 'http_status': None, 'final_url': url,
-               'redirects': [], 'content_type': None, 'fetch_time': now_iso(),
-               'elapsed': 0.0, 'length': 0, 'truncated': False, 'digest': None,
-               'encoding': None, 'body': None, 'headers': {}}
+        doc = self._new_doc(rec, layer)
         start = self.clock()
-        current = url
+        current = doc['url']
+        headers = self._conditional_headers(rec)
         try:
             for hop in range(self.max_redirects + 1):
                 if hop:
-                    rules = self._rules_for(current)
-                    if rules is not None and not rules.allowed(current):
-                        doc.update(status=R.FETCH_ROBOTS_DENIED, reason='redirect_target')
+                    refusal = self._check_hop(doc, current)
+                    if refusal is not None:
+                        doc.update(status=refusal[0], reason=refusal[1])
                         return doc
-                self._wait_turn(self.delay)
-                deadline = self.clock() + self.max_seconds
-                try:
-                    resp = self.session.get(current, stream=True, allow_redirects=False,
-                                            timeout=self.timeout)
-                except Exception:
-                    self._done_request(self.delay)
-                    raise
-                try:
-                    if resp.is_redirect:
-                        target = urls.normalize(urls.resolve(current, resp.headers.get('location')))
-                        if target is None:
-                            doc.update(status=R.FETCH_HTTP_ERROR, http_status=resp.status_code,
-                                       reason='bad_redirect')
-                            return doc
-                        doc['redirects'].append(target)
-                        current = target
-                        doc['final_url'] = target
-                        continue
-                    self._record_response(doc, resp, deadline)
+                result = self._request(current, doc, headers if not hop else None)
+                if result.target is None:
                     return doc
-                finally:
-                    resp.close()
-                    self._done_request(self.delay)
+                target = urls.normalize(result.target)
+                doc['redirects'].append(target or result.target)
+                doc['final_url'] = target or result.target
+                if target is None:
+                    doc.update(status=R.FETCH_HTTP_ERROR, reason='bad_redirect')
+                    return doc
+                current = target
             doc.update(status=R.FETCH_NETWORK_ERROR, reason='too_many_redirects')
             return doc
+        except OutOfBudget:
+            doc.update(status=R.FETCH_DEFERRED, reason='time_budget', final_url=doc['url'],
+                       redirects=[], body=None, length=0, digest=None)
         except TimeLimit:
             doc.update(status=R.FETCH_NETWORK_ERROR, reason='time_limit')
         except (requests.RequestException, OSError, urllib3.exceptions.HTTPError) as e:
@@ -313,44 +746,94 @@ class HostFetcher:
         doc['content_type'] = mime
         doc['headers'] = {k: resp.headers[k] for k in _KEPT_HEADERS if k in resp.headers}
         if resp.status_code == 304:
-            doc.update(status=R.FETCH_NOT_MODIFIED)
+            doc.update(status=R.FETCH_NOT_MODIFIED, reason='http_304')
             return
-        if resp.status_code >= 400 or resp.status_code < 200:
+        if resp.status_code >= 400 or resp.status_code < 200 or resp.status_code >= 300:
             doc.update(status=R.FETCH_HTTP_ERROR, reason='http_%d' % resp.status_code)
             return
         doc['status'] = R.FETCH_FETCHED
-        if mime not in HTML_TYPES and mime is not None:
-            return      # other types: metadata only
+        html = mime is None or mime in HTML_TYPES
+        if not html and mime not in self.keep_types:
+            return      # other types: metadata only (the body is never read)
         body, truncated = self._read_body(resp, self.max_body, deadline)
         doc['length'] = len(body)
         doc['truncated'] = truncated
         doc['digest'] = digest(body)
-        doc['body'], doc['encoding'] = encoding.decode(body, ctype)
+        if html:
+            doc['body'], doc['encoding'] = encoding.decode(body, ctype)
+        else:
+            # A configured type: the bytes as they came, for a handler downstream. Not
+            # put in `body`, which the parse job reads as HTML.
+            doc['raw_body'] = base64.b64encode(body).decode('ascii')
 
     def _rules_for(self, url):
         if not self.obey_robots:
             return None
         return self.robots_cache.get(urls.origin(url), self._fetch_robots)
 
-    # -- a host -------------------------------------------------------------------------
+    # -- a key ------------------------------------------------------------------------
 
-    def fetch(self, items, layer=0):
-        """Yield one doc record per in/ record in *items* (all of one politeness key)."""
+    def fetch(self, items, layer=0, key=None):
+        """Yield one doc record per in/ record in *items* (all of politeness key *key*)."""
+        if items and key is None:
+            key = politeness_key(items[0]['url'], self.key_mode)
+        self.key = key
+        self._in_urls = {rec['url'] for rec in items}
         self.session = requests.Session()
         self.session.headers['User-Agent'] = self.user_agent
-        adapter = requests.adapters.HTTPAdapter(pool_connections=1, pool_maxsize=1,
+        adapter = SafeAdapter(pool_connections=1, pool_maxsize=1,
                                                 max_retries=0)
         self.session.mount('http://', adapter)
         self.session.mount('https://', adapter)
+        _tls.sockets = self._sockets
+        refusals = {}        # host name -> (status, reason) or None, checked once each
+        failures = 0
+        cut = None           # (status, reason) for every URL left once the key is cut
         try:
-            refusal = self._check_host(items[0]['url']) if items else None
             for rec in items:
-                if refusal is not None:
-                    yield self._unfetched(rec, layer, *refusal)
-                else:
-                    yield self._fetch_checked(rec, layer)
+                if cut is None and self._out_of_budget():
+                    cut = (R.FETCH_DEFERRED, 'time_budget')
+                    self._stat('keys_hit_by_time_budget_total')
+                if cut is not None:
+                    yield self._unfetched(rec, layer, *cut)
+                    continue
+                name = urls.hostname(rec['url'])
+                if name not in refusals:
+                    refusals[name] = self._check_host(rec['url'])
+                if refusals[name] is not None:
+                    yield self._unfetched(rec, layer, *refusals[name])
+                    continue
+                try:
+                    doc = self._fetch_checked(rec, layer)
+                except OutOfBudget:
+                    doc = self._unfetched(rec, layer, R.FETCH_DEFERRED, 'time_budget')
+                if doc['status'] == R.FETCH_DEFERRED and doc['reason'] == 'time_budget':
+                    cut = (R.FETCH_DEFERRED, 'time_budget')
+                    self._stat('keys_hit_by_time_budget_total')
+                elif self._is_failure(doc):
+                    failures += 1
+                    if self.max_failures and failures >= self.max_failures:
+                        # Nutch's fetcher.max.exceptions.per.queue: a host that keeps
+                        # failing would only spend the layer's time; try it next layer.
+                        cut = (R.FETCH_DEFERRED, 'host_failures')
+                        self._stat('keys_above_failure_threshold_total')
+                elif doc['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED,
+                                       R.FETCH_HTTP_ERROR, R.FETCH_REDIRECTED):
+                    failures = 0
+                yield doc
         finally:
+            _tls.sockets = None
             self.session.close()
+
+    def _out_of_budget(self):
+        return self.budget_deadline is not None and self.clock() >= self.budget_deadline
+
+    @staticmethod
+    def _is_failure(doc):
+        if doc['status'] == R.FETCH_NETWORK_ERROR:
+            return True
+        return doc['status'] == R.FETCH_HTTP_ERROR and (doc['http_status'] or 0) in \
+            (429,) + tuple(range(500, 600))
 
     @staticmethod
     def _check_host(url):
@@ -382,8 +865,13 @@ class HostFetcher:
             crawl_delay = rules.crawl_delay()
             if crawl_delay is not None:
                 if crawl_delay > self.max_crawl_delay:
+                    self._stat('robots_denied_max_crawl_delay_total')
                     return self._unfetched(rec, layer, R.FETCH_ROBOTS_DENIED, 'crawl_delay')
-                self.delay = max(self.delay, crawl_delay)
+                if crawl_delay > self.delay:
+                    self.delay = crawl_delay
+                    # The robots.txt request itself ended under the old delay.
+                    self._next_request = max(self._next_request,
+                                             self._last_end + self.delay)
         return self._fetch_one(rec, layer)
 
     @staticmethod
@@ -392,4 +880,5 @@ class HostFetcher:
                 'layer': layer, 'status': status, 'reason': reason, 'http_status': None,
                 'final_url': rec['url'], 'redirects': [], 'content_type': None,
                 'fetch_time': now_iso(), 'elapsed': 0.0, 'length': 0, 'truncated': False,
-                'digest': None, 'encoding': None, 'body': None, 'headers': {}}
+                'digest': None, 'encoding': None, 'body': None, 'headers': {},
+                'attempts': 0}

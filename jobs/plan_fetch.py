@@ -1,0 +1,73 @@
+"""MRPlanFetch: plan which fetch reducer owns which big politeness key (optional step).
+
+Reads ``url`` records (in/NNN) and writes ``plan`` records (plan/NNN):
+``{"kind": "plan", "key": KEY, "partition": P, "label": LABEL, "urls": N, "cost": S}``
+for every key whose predicted cost (URL count x (delay + expected latency), seconds) is
+at least ``fetch.plan_min_share`` of one reducer's fair share; see jobs.lib.plan. MRFetch
+reads it with ``--plan`` and sends those keys to their planned reducer.
+
+Run alone::
+
+    python -m jobs.plan_fetch --crawl-conf crawl/conf.json crawl/in/000 -o /tmp/plan
+    python -m jobs.fetch --crawl-conf crawl/conf.json --plan /tmp/plan/part-00000 crawl/in/000 -o /tmp/doc
+"""
+from mrjob.step import MRStep
+
+from jobs.base import CrawlJob
+from jobs.lib import counters as C, fetcher, plan
+
+
+class MRPlanFetch(CrawlJob):
+    COUNTER_GROUP = C.PLAN
+
+    def steps(self):
+        return [MRStep(mapper=self.mapper_cost_by_key,
+                       combiner=self.combiner_sum,
+                       reducer=self.reducer_sum),
+                MRStep(reducer=self.reducer_place,
+                       jobconf={'mapreduce.job.reduces': 1})]
+
+    def mapper_cost_by_key(self, _, line):
+        """in/ line -> (politeness key, [urls, predicted seconds])."""
+        pol = self.conf['politeness']
+        for rec in self.records(line, 'url'):
+            key = fetcher.fetch_key(rec, self.conf)
+            if key is None:
+                continue      # MRFetch records these as filtered (bad_url); no cost
+            latency = rec.get('latency', self.conf['fetch']['expected_latency'])
+            yield key, [1, pol['delay'] + latency]
+
+    def combiner_sum(self, key, values):
+        """Partial sums of one key's URL count and cost."""
+        n = cost = 0
+        for a, b in values:
+            n += a
+            cost += b
+        yield key, [n, cost]
+
+    def reducer_sum(self, key, values):
+        """(key, partial sums) -> (None, [key, urls, cost]) for the single planning reducer."""
+        n, cost = 0, 0.0
+        for a, b in values:
+            n += a
+            cost += b
+        yield None, [key, n, cost]
+
+    def reducer_place(self, _, values):
+        """All keys' costs -> plan records of the keys worth placing (LPT)."""
+        keys = {}
+        for key, n, cost in values:
+            keys[key] = (n, cost)
+        self.count(C.PLAN_KEYS, len(keys))
+        reducers = self.conf['fetch']['reducers']
+        placed, _ = plan.place({k: c for k, (n, c) in keys.items()}, reducers,
+                               self.conf['fetch']['plan_min_share'])
+        self.count(C.PLAN_KEYS_PLACED, len(placed))
+        for key, p in sorted(placed.items()):
+            yield None, {'kind': 'plan', 'key': key, 'partition': p,
+                         'label': plan.label_for(p, reducers), 'urls': keys[key][0],
+                         'cost': round(keys[key][1], 3)}
+
+
+if __name__ == '__main__':
+    MRPlanFetch.run()

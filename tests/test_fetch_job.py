@@ -1,0 +1,136 @@
+"""MRFetch (and MRPlanFetch) as whole jobs on the inline runner, against several
+loopback hosts: nothing lost, politeness checked from each server's own log."""
+import io
+import json
+import time
+from contextlib import ExitStack
+
+from drivers.fixture_site import FixtureSite
+from jobs.fetch import MRFetch
+from jobs.optimize import MROptimize
+from jobs.plan_fetch import MRPlanFetch
+from jobs.lib import records as R
+from tests.conftest import test_conf
+
+DELAY = 0.2
+
+
+def run(job_cls, tmp_path, records, *settings, args=()):
+    conf = tmp_path / ('conf-%s.json' % job_cls.__name__)
+    conf.write_text(json.dumps(test_conf('politeness.delay=%s' % DELAY, *settings)))
+    lines = ''.join(json.dumps(r) + '\n' for r in records)
+    job = job_cls(['-r', 'inline', '--crawl-conf', str(conf)] + list(args))
+    job.sandbox(stdin=io.BytesIO(lines.encode()))
+    with job.make_runner() as runner:
+        runner.run()
+        out = [v for _, v in job.parse_output(runner.cat_output())]
+        counters = {}
+        for step in runner.counters():
+            for group, names in step.items():
+                for k, n in names.items():
+                    counters.setdefault(group, {})[k] = counters.get(group, {}).get(k, 0) + n
+    return out, counters
+
+
+def check_politeness(site, delay=DELAY):
+    """From the server's log: requests at least *delay* apart, robots obeyed."""
+    times = sorted(r['t'] for r in site.requests)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert not gaps or min(gaps) >= delay * 0.95, (site.host, min(gaps))
+    assert '/private/secret.html' not in site.paths()
+    assert all(r['ua'].startswith('mrcrawl/') for r in site.requests)
+
+
+def check_one_doc_each(records, docs, counters):
+    assert sorted(r['url'] for r in docs) == sorted(r['url'] for r in records)
+    assert all(d['status'] in R.FETCH_STATUSES for d in docs)
+    by_status = sum(n for k, n in counters['fetch'].items()
+                    if k.startswith('fetch_') and k != 'fetch_bytes_total')
+    assert by_status == len(records) == counters['fetch']['urls_in_total']
+
+
+PATHS = ['/', '/a.html', '/b.html', '/a/1.html', '/private/secret.html', '/missing',
+         '/redirect']
+
+
+def test_many_hosts_fetched_at_once_politely(tmp_path):
+    with ExitStack() as stack:
+        sites = [stack.enter_context(FixtureSite('127.0.0.%d' % i)) for i in range(2, 7)]
+        records = [{'kind': 'url', 'url': s.url(p), 'depth': 0} for s in sites for p in PATHS]
+        start = time.monotonic()
+        docs, counters = run(MRFetch, tmp_path, records, 'fetch.threads=8')
+        seconds = time.monotonic() - start
+        check_one_doc_each(records, docs, counters)
+        for s in sites:
+            check_politeness(s)
+            assert s.paths().count('/c.html') == 1        # the redirect target, once
+    # One host alone needs ~7 x 0.2 s (robots.txt + 6 requests); five in sequence would
+    # need ~7 s. Hosts run at once, so the whole job stays well under that.
+    assert seconds < 5, seconds
+    assert counters['fetch']['hosts_total'] == 5
+    assert counters['fetch']['fetch_robots_denied_disallowed_total'] == 5
+
+
+def test_time_budget_defers_and_loses_nothing(tmp_path):
+    with FixtureSite('127.0.0.2') as site:
+        records = [{'kind': 'url', 'url': site.url('/a.html?i=%d' % i), 'depth': 1}
+                   for i in range(40)]
+        docs, counters = run(MRFetch, tmp_path, records, 'fetch.time_budget=1.0',
+                             'politeness.delay=0.1')
+        check_one_doc_each(records, docs, counters)
+        deferred = [d for d in docs if d['status'] == R.FETCH_DEFERRED]
+        assert deferred and {d['reason'] for d in deferred} == {'time_budget'}
+        assert counters['fetch']['fetch_deferred_time_budget_total'] == len(deferred)
+        assert counters['fetch']['keys_hit_by_time_budget_total'] == 1
+        # Deferred URLs were not requested: they come back whole in the next layer.
+        asked = set(site.paths())
+        assert not any(d['url'][len(site.url('')):] in asked for d in deferred)
+        assert all(d['depth'] == 1 for d in deferred)
+
+
+def test_ip_key_puts_two_names_of_one_server_on_one_connection(tmp_path):
+    with FixtureSite('127.0.0.1') as site:
+        other = 'http://localhost:%d' % site.port
+        records = [{'kind': 'url', 'url': u, 'depth': 0} for u in
+                   [site.url('/a.html'), other + '/b.html', site.url('/a/1.html'),
+                    other + '/a/1.html']]
+        docs, counters = run(MRFetch, tmp_path, records, 'politeness.key=ip')
+        check_one_doc_each(records, docs, counters)
+        assert counters['fetch']['hosts_total'] == 1
+        check_politeness(site)        # both names, one delay
+        assert site.paths().count('/robots.txt') == 2    # one per origin
+
+
+def test_plan_places_big_hosts_and_fetch_follows_it(tmp_path):
+    with ExitStack() as stack:
+        sites = [stack.enter_context(FixtureSite('127.0.0.%d' % i)) for i in range(2, 6)]
+        records = []
+        for n, s in zip((12, 12, 2, 1), sites):       # two big hosts, two small ones
+            records += [{'kind': 'url', 'url': s.url('/a.html?i=%d' % i), 'depth': 0}
+                        for i in range(n)]
+        plan, pc = run(MRPlanFetch, tmp_path, records, 'fetch.reducers=2',
+                       'fetch.plan_min_share=0.5')
+        assert {p['key'] for p in plan} == {'127.0.0.2:%d' % sites[0].port,
+                                            '127.0.0.3:%d' % sites[1].port}
+        assert {p['partition'] for p in plan} == {0, 1}      # the big two apart
+        assert pc['plan'] == {'keys_total': 4, 'keys_placed_total': 2}
+        plan_file = tmp_path / 'plan.jsonl'
+        plan_file.write_text(''.join(json.dumps(p) + '\n' for p in plan))
+        docs, counters = run(MRFetch, tmp_path, records, 'fetch.reducers=2',
+                             'politeness.delay=0.05', args=['--plan', str(plan_file)])
+        check_one_doc_each(records, docs, counters)
+        assert counters['fetch']['planned_urls_total'] == 24
+        assert all(d['status'] == R.FETCH_FETCHED for d in docs)
+        for s in sites:
+            check_politeness(s, 0.05)
+
+
+def test_cross_key_redirect_target_is_known_for_the_next_layer(tmp_path):
+    page = {'kind': 'page', 'url': 'http://a.example/r', 'depth': 2, 'layer': 2,
+            'status': R.FETCH_REDIRECTED, 'reason': 'cross_key', 'http_status': None,
+            'final_url': 'http://b.example/t', 'links': []}
+    out, _ = run(MROptimize, tmp_path, [page])
+    by_url = {r['url']: r for r in out}
+    assert by_url['http://a.example/r']['status'] == R.DB_REDIRECTED
+    assert by_url['http://b.example/t']['status'] == R.DB_UNFETCHED
+    assert by_url['http://b.example/t']['depth'] == 2
