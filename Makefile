@@ -13,7 +13,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv crawl demo test test-fast hadoop-up hadoop-down clean
+.PHONY: help venv crawl demo test test-fast bench-parse hadoop-up hadoop-down clean
 
 help:  ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -38,6 +38,9 @@ test: $(STAMP)  ## Run every test: starts the single-node Hadoop, runs pytest, s
 
 test-fast: $(STAMP)  ## Run the tests that need no Hadoop (quick, for development)
 	$(BIN)/python -m pytest -m 'not hadoop' tests
+
+bench-parse: $(STAMP)  ## HTML parse + link extraction speed on the python3-doc manual (target >= 30 MB/s per core)
+	$(BIN)/python bench/parse_speed.py --compare
 
 hadoop-up:  ## Assemble (once, with Maven) and start a single-node Hadoop on loopback
 	bash hadoop/up.sh

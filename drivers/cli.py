@@ -3,6 +3,8 @@
     mrcrawl crawl --seeds FILE --depth N --out DIR [-r inline|local|hadoop]
                   [--conf FILE] [--set SECTION.KEY=VALUE ...]
     mrcrawl demo [--depth N] [--out DIR]
+    mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE
+    mrcrawl db stats OUT | mrcrawl db get OUT URL...
 
 Errors the user can act on (missing seeds file, unwritable output folder, bad
 configuration, a failed step) print one line and exit with status 2.
@@ -11,7 +13,7 @@ import argparse
 import logging
 import sys
 
-from jobs.lib import config
+from jobs.lib import config, sites
 
 EXIT_USAGE = 2
 
@@ -56,6 +58,10 @@ def build_parser():
                       help='Output folder (replaced). Default: %(default)s')
     _add_crawl_options(demo)
 
+    sub.add_parser('extract', add_help=False,
+                   help='Show what a site configuration (conf/sites) extracts from one page: '
+                        'mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE')
+
     db = sub.add_parser('db', help='Look into a crawl database: stats, get.',
                         description='Counts by status, depth and host, or the records '
                                     'of some URLs, from the newest OUT/crawldb/NNN.')
@@ -79,7 +85,7 @@ def _print(msg):
 def run_crawl(args, seeds, out, extra_sets=()):
     from drivers.crawl import Crawl, CrawlError
     try:
-        conf = config.load(args.conf, list(extra_sets) + args.set)
+        conf = sites.resolve(config.load(args.conf, list(extra_sets) + args.set))
     except config.ConfigError as e:
         print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
         return EXIT_USAGE
@@ -136,6 +142,11 @@ def run_db(args):
 def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format='%(name)s: %(message)s')
     logging.getLogger('mrjob').setLevel(logging.ERROR)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['extract']:
+        # its own argument parser: mrcrawl extract --help
+        from drivers.extract import main_extract
+        return main_extract(argv[1:])
     args = build_parser().parse_args(argv)
     if getattr(args, 'depth', 0) < 0:
         print('mrcrawl: --depth must be >= 0', file=sys.stderr)

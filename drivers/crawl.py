@@ -2,7 +2,9 @@
 
     seeds -> in/000
     for each layer L = 0 .. depth:
-        fetch     in/L                      -> doc/L       (MRFetch, CrawlerDriver)
+        plan      in/L                      -> plan/L      (MRPlanFetch: which reducer
+                                                                      owns which big host)
+        fetch     in/L (+ plan/L)           -> doc/L       (MRFetch, CrawlerDriver)
         parse     doc/L                     -> out/L       (MRParse, ParserDriver)
         optimize  crawldb/L-1 + out/L       -> crawldb/L   (MROptimize, OptimizerDriver)
         generate  crawldb/L                 -> in/L+1      (MRGenerate, OptimizerDriver)
@@ -18,14 +20,13 @@ completed step and fetches nothing twice.
 import json
 import logging
 import os
-import sys
 import tempfile
 import time
 
 from drivers import fs as fslib
 from drivers.report import Report
 from drivers.seeds import read_seeds
-from jobs.lib import config, counters as C
+from jobs.lib import counters as C, urls
 
 log = logging.getLogger('mrcrawl')
 
@@ -67,7 +68,7 @@ class Crawl:
     def prepare(self):
         try:
             self.fs.check_writable(self.out)
-            for sub in ('in', 'doc', 'out', 'crawldb', 'steps'):
+            for sub in ('in', 'plan', 'doc', 'out', 'crawldb', 'steps'):
                 self.fs.mkdirs(self.path(sub))
         except OSError as e:
             raise CrawlError('cannot write the crawl output folder %s: %s' % (
@@ -84,7 +85,8 @@ class Crawl:
         if self.fs.exists(final):
             return self.report.load_step('inject')
         try:
-            seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'])
+            seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'],
+                               normalize=urls.normalizer(self.conf))
         except OSError as e:
             raise CrawlError('cannot read seeds file %s: %s' % (seeds_path, e.strerror or e))
         info = seeds.as_dict()
@@ -156,6 +158,7 @@ class Crawl:
         from jobs.merge import MRMerge
         from jobs.optimize import MROptimize
         from jobs.parse import MRParse
+        from jobs.plan_fetch import MRPlanFetch
 
         self.prepare()
         inject = self.inject(seeds_path)
@@ -167,15 +170,21 @@ class Crawl:
             steps = {}
             layer_arg = ['--layer', str(layer)]
             db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
-            plan = [('fetch', MRFetch, [self.path('in', L)], self.path('doc', L), layer_arg),
-                    ('parse', MRParse, [self.path('doc', L)], self.path('out', L), layer_arg),
-                    ('optimize', MROptimize, db_in + [self.path('out', L)],
-                     self.path('crawldb', L), layer_arg)]
+            todo = []
+            if self.conf['fetch']['plan']:
+                todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
+                             layer_arg))
+            todo += [('fetch', MRFetch, [self.path('in', L)], self.path('doc', L), layer_arg),
+                     ('parse', MRParse, [self.path('doc', L)], self.path('out', L), layer_arg),
+                     ('optimize', MROptimize, db_in + [self.path('out', L)],
+                      self.path('crawldb', L), layer_arg)]
             if layer < self.depth:
-                plan.append(('generate', MRGenerate, [self.path('crawldb', L)],
+                todo.append(('generate', MRGenerate, [self.path('crawldb', L)],
                              self.path('in', _layer(layer + 1)),
                              ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
-            for kind, job_cls, inputs, final, args in plan:
+            for kind, job_cls, inputs, final, args in todo:
+                if kind == 'fetch':
+                    args = args + self._plan_args(L)
                 name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
                 steps[kind] = self.run_step(name, job_cls, inputs, final, args)
                 self.progress('  %-9s %6.1fs' % (kind, steps[kind]['seconds']))
@@ -201,6 +210,11 @@ class Crawl:
         merge = self.run_step('merge', MRMerge, outs, self.path('merged'))
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
         return self.finish(layers_done, merge=merge, xml=xml)
+
+    def _plan_args(self, L):
+        """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
+        part = self.fs.join(self.path('plan', L), 'part-00000')
+        return ['--plan', part] if self.fs.exists(part) else []
 
     def _prune_crawldb(self, layer):
         """Keep the two newest crawl database versions (the newest and its backup)."""

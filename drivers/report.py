@@ -58,6 +58,12 @@ class Report:
         row['seconds'] = round(sum(v['seconds'] for v in steps.values()), 2)
         row['step_seconds'] = {k: v['seconds'] for k, v in steps.items()}
         row['accounted'] = sum(row[s] for s in R.FETCH_STATUSES)
+        parse = steps.get('parse', {}).get('counters', {}).get(C.PARSE, {})
+        row['on_topic'] = parse.get(C.PAGES_ON_TOPIC, 0)
+        row['off_topic'] = parse.get(C.PAGES_OFF_TOPIC, 0)
+        row['links_rejected'] = {
+            k[len('link_rejected_'):-len('_total')]: v for k, v in sorted(parse.items())
+            if k.startswith('link_rejected_')}
         return row
 
     @staticmethod
@@ -92,6 +98,12 @@ class Report:
         if xml is not None:
             report['xml'] = {'documents': xml['counters'].get(C.XML, {}).get(C.XML_DOCS, 0),
                              'seconds': xml['seconds']}
+        on = sum(row.get('on_topic', 0) for row in layers)
+        off = sum(row.get('off_topic', 0) for row in layers)
+        if on + off:
+            # Harvest rate: the share of parsed pages that are on topic (focused crawling).
+            report['topic'] = {'on_topic': on, 'off_topic': off,
+                               'harvest_rate': round(on / (on + off), 4)}
         self.fs.write_text(self.fs.join(self.out, 'report.json'),
                            json.dumps(report, indent=1, sort_keys=True))
         return report
@@ -111,6 +123,10 @@ class Report:
         if 'xml' in report:
             lines.append('xml documents: %d in %s/xml' % (report['xml']['documents'],
                                                          report['out']))
+        if 'topic' in report:
+            t = report['topic']
+            lines.append('harvest rate: %.1f%% (%d of %d parsed pages on topic)' % (
+                100 * t['harvest_rate'], t['on_topic'], t['on_topic'] + t['off_topic']))
         if report.get('stopped_by_user'):
             lines.append('stopped by the STOP file: run the same command again to continue')
         lines.append('report: %s/report.json' % report['out'])

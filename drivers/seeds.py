@@ -25,8 +25,12 @@ class SeedReport:
                 'examples': [{'line': n, 'reason': r, 'text': t} for n, r, t in self.examples]}
 
 
-def read_seeds(path, max_url_length=2048):
-    """Parse *path*; raises OSError if it cannot be read."""
+def read_seeds(path, max_url_length=2048, normalize=urls.normalize):
+    """Parse *path*; raises OSError if it cannot be read.
+
+    *normalize* is the crawl's normaliser (``urls.normalizer(conf)``), so that seeds are
+    spelled the way out-links are (query sorting, stripped parameters).
+    """
     report = SeedReport()
     seen = set()
     with open(path, 'rb') as f:
@@ -43,7 +47,7 @@ def read_seeds(path, max_url_length=2048):
             if urls.resolve(None, text) is None:
                 report.reject(lineno, 'not_absolute_url', line)
                 continue
-            url = urls.normalize(text)
+            url = normalize(text)
             if url is None:
                 report.reject(lineno, 'not_http', line)
                 continue

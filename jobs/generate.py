@@ -3,16 +3,30 @@
 Reads ``db`` records (crawldb/NNN) and writes a ``url`` record (in/NNN+1) for every URL
 that is unfetched (new, or deferred by an earlier layer) and within ``--max-depth``.
 The others stay in crawldb for later; those past the depth limit are counted.
-A map-only job: breadth-first order needs no sort.
+
+The mapper keys the candidates by host and a reducer sees all of one host's candidates,
+so ``filter.max_urls_per_host`` (when not 0) caps the URLs one host gets in one layer:
+the host's best candidates are generated (linked from on-topic pages first, then
+shallower, then more in-links, then by URL), the rest stay ``unfetched`` in crawldb and
+come back in later layers (counter ``over_host_cap_total``). Only the cap's worth of
+records is held in memory per host.
 
 Run alone::
 
     python -m jobs.generate --crawl-conf crawl/conf.json --max-depth 3 crawl/crawldb/000 -o /tmp/in
 """
+import heapq
+
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, records as R
+from jobs.lib import counters as C, records as R, urls
+
+
+def candidate_order(cand):
+    """Sort key of a host's candidates: the first ones are generated under a cap."""
+    depth, url, inlinks, topic_inlinks = cand
+    return (not topic_inlinks, depth, -inlinks, url)
 
 
 class MRGenerate(CrawlJob):
@@ -25,18 +39,48 @@ class MRGenerate(CrawlJob):
                                    'Default: %(default)s')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_select)]
+        return [MRStep(mapper=self.mapper_select, reducer=self.reducer_cap_host)]
 
     def mapper_select(self, _, line):
-        """db line -> url record, for unfetched URLs within the depth limit."""
+        """db line -> (host, candidate), for unfetched URLs within the depth limit."""
         for db in self.records(line, 'db'):
             if db['status'] != R.DB_UNFETCHED:
                 continue
             if db['depth'] > self.options.max_depth:
                 self.count(C.BEYOND_DEPTH)
                 continue
+            yield urls.host(db['url']), [db['depth'], db['url'], db.get('inlinks') or 0,
+                                         db.get('topic_inlinks') or 0]
+
+    def reducer_cap_host(self, host, candidates):
+        """(host, candidates) -> url records, at most filter.max_urls_per_host of them."""
+        cap = self.conf['filter'].get('max_urls_per_host', 0)
+        if cap:
+            n = 0
+            best = []
+            for cand in candidates:
+                n += 1
+                item = (candidate_order(cand), cand)
+                if len(best) < cap:
+                    heapq.heappush(best, _Neg(item))
+                elif item < best[0].item:
+                    heapq.heapreplace(best, _Neg(item))
+            self.count(C.OVER_HOST_CAP, n - len(best))
+            candidates = [neg.item[1] for neg in best]
+        for depth, url, _, _ in candidates:
             self.count(C.GENERATED)
-            yield None, {'kind': 'url', 'url': db['url'], 'depth': db['depth']}
+            yield None, {'kind': 'url', 'url': url, 'depth': depth}
+
+
+class _Neg:
+    """Reverses the order of *item*, so heapq's min-heap keeps the *cap* smallest items."""
+    __slots__ = ('item',)
+
+    def __init__(self, item):
+        self.item = item
+
+    def __lt__(self, other):
+        return other.item < self.item
 
 
 if __name__ == '__main__':

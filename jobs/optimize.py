@@ -34,12 +34,16 @@ class MROptimize(CrawlJob):
                 yield rec['url'], [_DB, rec]
                 continue
             redirected = rec.get('final_url', rec['url']) != rec['url']
-            yield rec['url'], [_FETCH, {
+            fetch = {
                 'status': R.db_status_for(rec['status'], rec.get('http_status'),
                                           redirected),
                 'depth': rec.get('depth', 0), 'http_status': rec.get('http_status'),
                 'digest': rec.get('digest'), 'reason': rec.get('reason'),
-                'last_fetch': rec.get('fetch_time'), 'layer': rec.get('layer')}]
+                'last_fetch': rec.get('fetch_time'), 'layer': rec.get('layer')}
+            for key in ('fields_checksum', 'refetch_interval'):
+                if rec.get(key) is not None:
+                    fetch[key] = rec[key]
+            yield rec['url'], [_FETCH, fetch]
             if redirected and rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED):
                 # The redirect target was fetched too: know it, so no one fetches it again.
                 yield rec['final_url'], [_FETCH, {
@@ -47,25 +51,33 @@ class MROptimize(CrawlJob):
                     'http_status': rec.get('http_status'), 'digest': rec.get('digest'),
                     'reason': 'redirect_target', 'last_fetch': rec.get('fetch_time'),
                     'layer': rec.get('layer')}]
-            depth = rec.get('depth', 0) + 1
+            if rec['status'] == R.FETCH_REDIRECTED and redirected:
+                # A redirect the fetcher left for the next layer (a hop to another
+                # politeness key): its target becomes known like a link, at the source's
+                # depth, since a redirect is not a link hop.
+                yield rec['final_url'], [_LINK, [rec.get('depth', 0), 1, 0]]
+            # link_depth_step > 1: links of an off-topic page, deprioritised (topic).
+            depth = rec.get('depth', 0) + rec.get('link_depth_step', 1)
+            on_topic = 1 if rec.get('on_topic') else 0
             for link in rec.get('links', ()):
-                yield link['url'], [_LINK, [depth, 1]]
+                yield link['url'], [_LINK, [depth, 1, on_topic]]
 
     def combiner_links(self, url, values):
-        """Fold link mentions of one URL into one (min depth, count)."""
-        depth, n = None, 0
+        """Fold link mentions of one URL into one (min depth, count, on-topic count)."""
+        depth, n, t = None, 0, 0
         for tag, data in values:
             if tag == _LINK:
                 depth = data[0] if depth is None else min(depth, data[0])
                 n += data[1]
+                t += data[2] if len(data) > 2 else 0
             else:
                 yield url, [tag, data]
         if n:
-            yield url, [_LINK, [depth, n]]
+            yield url, [_LINK, [depth, n, t]]
 
     def reducer_join(self, url, values):
         """(url, tagged values) -> the URL's db record, new or updated."""
-        db, fetches, link_depth, inlinks = None, [], None, 0
+        db, fetches, link_depth, inlinks, topic_inlinks = None, [], None, 0, 0
         for tag, data in values:
             if tag == _DB:
                 db = data
@@ -74,6 +86,7 @@ class MROptimize(CrawlJob):
             else:
                 link_depth = data[0] if link_depth is None else min(link_depth, data[0])
                 inlinks += data[1]
+                topic_inlinks += data[2] if len(data) > 2 else 0
         if db is None:
             db = {'kind': 'db', 'url': url, 'status': R.DB_UNFETCHED, 'depth': None,
                   'first_seen': now_iso(), 'last_fetch': None, 'http_status': None,
@@ -87,12 +100,22 @@ class MROptimize(CrawlJob):
         if fetches:
             # A page's own fetch result wins over the redirect-target marker.
             fetches.sort(key=lambda f: f.get('reason') == 'redirect_target')
+            self.compare_fields(db, fetches[0])
             db.update(fetches[0])
         db['depth'] = min(depths)
         db['inlinks'] = db.get('inlinks', 0) + inlinks
+        if topic_inlinks:
+            db['topic_inlinks'] = db.get('topic_inlinks', 0) + topic_inlinks
         self.count(C.status(C.OPTIMIZE, 'db_' + db['status']))
         self.count(C.DB_RECORDS)
         yield None, db
+
+    def compare_fields(self, db, fetch):
+        """Set ``fields_changed`` when a site page is fetched again (checksums differ)."""
+        old, new = db.get('fields_checksum'), fetch.get('fields_checksum')
+        if old is not None and new is not None:
+            fetch['fields_changed'] = old != new
+            self.count(C.FIELDS_CHANGED if old != new else C.FIELDS_UNCHANGED)
 
 
 if __name__ == '__main__':

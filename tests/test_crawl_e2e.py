@@ -4,7 +4,6 @@ import json
 import os
 import xml.etree.ElementTree as ET
 
-import pytest
 from lxml import etree
 
 from drivers.crawl import Crawl

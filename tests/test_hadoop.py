@@ -73,7 +73,6 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         mrcrawl_crawl(seeds, local_out, 'local')
         n_local = len(site.requests)
         summary = mrcrawl_crawl(seeds, out_uri, 'hadoop')
-        base = site.url('')
 
     # Same pages in xml/ (read from HDFS as a downstream job would) and same documents.
     local_xml = read_xml(os.path.join(local_out, 'xml'))

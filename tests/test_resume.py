@@ -83,7 +83,8 @@ def test_stop_file_stops_after_the_current_step_and_rerun_continues(tmp_path):
         (out / 'STOP').write_text('')
         stdout = run_to_end(seeds, out)
         assert 'stopped by the STOP file' in stdout
-        assert sorted(os.listdir(out / 'steps')) == ['fetch-000.json', 'inject.json']
+        steps = sorted(os.listdir(out / 'steps'))
+        assert len(steps) == 2 and 'inject.json' in steps   # inject + the first job
         assert not (out / 'STOP').exists()
         run_to_end(seeds, out)
         assert os.path.exists(out / 'xml')

@@ -107,8 +107,55 @@ def _validate(conf):
         if conf[section][key] < 1:
             raise ConfigError('%s.%s must be >= 1, got %r' % (section, key,
                                                              conf[section][key]))
+    for section, key in (('fetch', 'time_budget'), ('fetch', 'max_consecutive_failures'),
+                         ('fetch', 'max_retries'), ('fetch', 'retry_backoff'),
+                         ('fetch', 'max_retry_after'), ('fetch', 'dns_cache_seconds'),
+                         ('fetch', 'expected_latency'), ('fetch', 'plan_min_share')):
+        if conf[section][key] < 0:
+            raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
+                                                             conf[section][key]))
+    if conf['politeness']['key'] not in ('host', 'ip', 'domain'):
+        raise ConfigError('politeness.key must be host, ip or domain, got %r'
+                          % conf['politeness']['key'])
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
+    _validate_parse_settings(conf)
+
+
+def _validate_parse_settings(conf):
+    """[filter] and [topic]: regexes compile, choices are known, counts not negative."""
+    import re
+    from jobs.lib import filters
+    for key in ('max_path_depth', 'max_segment_repeats', 'max_urls_per_host'):
+        if conf['filter'][key] < 0:
+            raise ConfigError('filter.%s must be >= 0, got %r' % (key, conf['filter'][key]))
+    if conf['filter']['scope'] not in filters.SCOPES:
+        raise ConfigError('filter.scope must be one of %s, got %r' % (
+            ', '.join(filters.SCOPES), conf['filter']['scope']))
+    from jobs.lib import topic
+    try:
+        topic.Profile.from_conf(conf['topic'])
+    except topic.TopicError as e:
+        raise ConfigError(str(e))
+    if conf['topic']['off_topic_links'] not in topic.LINK_POLICIES:
+        raise ConfigError('topic.off_topic_links must be one of %s, got %r' % (
+            ', '.join(topic.LINK_POLICIES), conf['topic']['off_topic_links']))
+    if conf['topic']['off_topic_depth_penalty'] < 0:
+        raise ConfigError('topic.off_topic_depth_penalty must be >= 0')
+    if conf['sitemaps']['enabled']:
+        from jobs.lib import sitemaps
+        kept = conf['fetch'].get('keep_types', [])
+        missing = [t for t in sitemaps.SITEMAP_TYPES if t not in kept]
+        if missing:
+            raise ConfigError('sitemaps.enabled needs fetch.keep_types to include %s' % (
+                ', '.join(missing)))
+    for key in ('include', 'exclude'):
+        for pattern in conf['filter'][key]:
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise ConfigError('filter.%s: bad regular expression %r: %s' % (
+                    key, pattern, e))
 
 
 def load_resolved(path):

@@ -19,23 +19,60 @@ URLS_IN = 'urls_in_total'
 BYTES = 'bytes_total'
 ROBOTS_FETCHED = 'robots_txt_fetched_total'
 ROBOTS_ERROR = 'robots_txt_unavailable_total'
-HOSTS = 'hosts_total'
+HOSTS = 'hosts_total'          #: politeness keys (host, IP or domain) fetched
 INTERNAL_ERROR = 'internal_error_total'
+RETRIES = 'retries_total'      #: requests repeated after a 5xx, 429 or network error
+RETRY_AFTER_OVER_CAP = 'retry_after_over_cap_total'  #: Retry-After > fetch.max_retry_after
+CONDITIONAL_REQUESTS = 'conditional_requests_total'  #: If-None-Match/If-Modified-Since sent
+REDIRECT_CROSS_KEY = 'redirect_cross_key_total'      #: hop to another key, left for next layer
+REDIRECT_DEDUPLICATED = 'redirect_deduplicated_total'  #: hop to a URL fetched anyway
+KEYS_HIT_BY_TIME_BUDGET = 'keys_hit_by_time_budget_total'  #: keys cut by fetch.time_budget
+KEYS_ABOVE_FAILURE_THRESHOLD = 'keys_above_failure_threshold_total'  #: keys cut by failures
+ROBOTS_DENIED_MAX_CRAWL_DELAY = 'robots_denied_max_crawl_delay_total'  #: URLs skipped for it
+PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a reducer
+# Deferred URLs are also counted by status and reason: fetch_deferred_time_budget_total,
+# fetch_deferred_host_failures_total, fetch_deferred_robots_503_total...
+
+# plan (MRPlanFetch)
+PLAN = 'plan'
+PLAN_KEYS = 'keys_total'             #: politeness keys seen
+PLAN_KEYS_PLACED = 'keys_placed_total'  #: keys written to the plan (the big ones)
 
 # parse
 PAGES_PARSED = 'pages_parsed_total'
 PARSE_ERROR = 'parse_error_total'
 LINKS_FOUND = 'links_found_total'
 LINKS_KEPT = 'links_kept_total'
+PAGES_NOINDEX = 'pages_noindex_total'       #: meta robots / X-Robots-Tag noindex (kept out of xml/)
+SITE_PAGES = 'site_pages_total'             #: pages of a configured site (conf/sites)
+FIELDS_PAGES = 'fields_extracted_total'     #: pages whose site fields were extracted
+FIELDS_REQUIRED_MISSING = 'fields_required_missing_total'  #: a required field came out empty
+EXTRACT_ERROR = 'extract_error_total'       #: extraction failed on a page (fields left null)
+RESOURCES_FOUND = 'resources_found_total'   #: secondary resources named by site rules
+PAGES_ON_TOPIC = 'pages_on_topic_total'     #: relevance >= topic.min_score
+PAGES_OFF_TOPIC = 'pages_off_topic_total'   #: relevance below topic.min_score
+ROBOTS_LINKED = 'robots_txt_linked_total'   #: seed pages that linked their robots.txt (sitemaps)
+SITEMAP_ERROR = 'sitemap_error_total'       #: a sitemap that could not be read (over a cap, bad XML)
+TEXT_PAGES = 'text_pages_total'             #: text/plain bodies kept as page text
+OTHER_CONTENT = 'other_content_total'       #: kept bodies of a type no handler reads
+# Rejected links are counted as link_rejected(reason): nofollow, scheme, duplicate (the
+# same URL twice on one page), over_cap, page_nofollow (all links of a nofollow page),
+# off_topic (all links of an off-topic page, topic.off_topic_links = "drop"), site_rule
+# (a site's [links] rules), and the reasons of
+# jobs.lib.filters (url_too_long, exclude, include, scope, extension, path_depth,
+# repeated_segments).
 
 # optimize
 NEW_URLS = 'new_urls_total'
 KNOWN_LINKS = 'links_to_known_urls_total'
 DB_RECORDS = 'db_records_total'
+FIELDS_CHANGED = 'fields_changed_total'      #: refetched site page whose fields checksum changed
+FIELDS_UNCHANGED = 'fields_unchanged_total'  #: refetched site page, same fields checksum
 
 # generate
 GENERATED = 'generated_total'
 BEYOND_DEPTH = 'beyond_depth_total'
+OVER_HOST_CAP = 'over_host_cap_total'   #: left unfetched in crawldb by filter.max_urls_per_host
 
 # merge
 MERGED_PAGES = 'merged_pages_total'
@@ -55,3 +92,9 @@ def status(job, status_name, reason=None):
 def link_rejected(reason):
     """Name for a link dropped by parsing/filters, e.g. ``link_rejected_scheme_total``."""
     return 'link_rejected_%s_total' % reason
+
+
+def sitemap_parsed(kind):
+    """URL sources read: ``sitemap_urlset_total``, ``sitemap_sitemapindex_total``,
+    ``sitemap_text_total``, ``sitemap_robots_total``."""
+    return 'sitemap_%s_total' % kind

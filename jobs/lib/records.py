@@ -14,16 +14,37 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     truncated (bool), digest (str|null: ``sha1:`` + base32 of the body bytes),
     encoding (str|null: WHATWG name the body was decoded with), body (str|null:
     decoded text for HTML/XHTML, null for other types), headers (dict of the response
-    headers kept: etag, last-modified, x-robots-tag, retry-after).
+    headers kept: etag, last-modified, x-robots-tag, retry-after, content-length,
+    content-encoding), attempts (int: requests made for it, retries and redirect hops
+    included; 0 when none was made), raw_body (str, only for a type listed in
+    ``fetch.keep_types``: base64 of the body bytes, which ``body`` then leaves null).
+    A ``url`` record may carry ``etag`` and ``last_modified`` (from a previous fetch):
+    the fetch then sends If-None-Match / If-Modified-Since, and a 304 is not_modified.
 
 ``page`` (out/NNN, MRParse): exactly one per doc record
     every doc field but body, plus title (str|null), text (str), links (list of
-    {url, text, rel}), canonical (str|null), noindex (bool), nofollow (bool).
+    {url, text, rel}), canonical (str|null), noindex (bool), nofollow (bool);
+    site (str|null: the conf/sites configuration the page's final URL matched),
+    fields (dict|null: field name -> extracted value: str, int, float, ISO date str,
+    list of str, or null when nothing was found; null for pages without extraction),
+    fields_checksum (str|null: ``crc32:`` + 8 hex digits of the fields),
+    refetch_interval (number|null: seconds, from the site configuration),
+    relevance (float|null: topic score), on_topic (bool|null: relevance >=
+    topic.min_score; null without a topic profile), link_depth_step (int: depth added
+    to this page's links, 1 unless deprioritised as off topic). Optional:
+    fields_missing (list of str: required fields that came out empty), extract_error
+    (str), resources (list of {name, url, max_bytes}: secondary resources the site
+    configuration names on the page), parse_error (str), sitemap (str: ``urlset``,
+    ``sitemapindex``, ``text`` or ``robots`` when the document was read as a source of
+    URLs; such records are noindex and their links add no depth). A link may carry
+    lastmod (str, from a sitemap).
 
 ``db`` (crawldb/NNN, MROptimize): one per known URL
     url, status (DB_* below), depth, first_seen, last_fetch (str|null), http_status,
     digest, reason, inlinks (int: links seen to it), layer (int|null: the layer that
-    fetched it).
+    fetched it). Optional: topic_inlinks (int: links seen from on-topic pages),
+    fields_checksum and refetch_interval (from its page), fields_changed (bool: the
+    fields checksum differs from the previous fetch's).
 
 ``merged`` (merged/, MRMerge): one per distinct page
     the page fields of the canonical URL, plus duplicates (list of str: other URLs with
@@ -38,9 +59,15 @@ FETCH_NETWORK_ERROR = 'network_error'  #: no usable response (reason: timeout, d
 FETCH_ROBOTS_DENIED = 'robots_denied'  #: robots.txt disallows it (or Crawl-delay too long)
 FETCH_FILTERED = 'filtered'          #: refused before any request (bad URL, scheme, SSRF)
 FETCH_DEFERRED = 'deferred'          #: not tried this layer; stays unfetched for the next
+#: (reason robots_503..., time_budget, host_failures)
+#: 3xx whose target was not fetched under this URL (final_url = the target). Reason
+#: ``cross_key``: the target is another politeness key; the crawl database adds it for
+#: the next layer (Nutch's "record redirects for the next round"). ``duplicate_target``:
+#: the target is in this layer's in/ (it has its own record) or was already fetched.
+FETCH_REDIRECTED = 'redirected'
 
 FETCH_STATUSES = (FETCH_FETCHED, FETCH_NOT_MODIFIED, FETCH_HTTP_ERROR, FETCH_NETWORK_ERROR,
-                  FETCH_ROBOTS_DENIED, FETCH_FILTERED, FETCH_DEFERRED)
+                  FETCH_ROBOTS_DENIED, FETCH_FILTERED, FETCH_DEFERRED, FETCH_REDIRECTED)
 
 # Crawl database statuses.
 DB_UNFETCHED = 'unfetched'    #: known, not fetched yet (new, deferred, or past the depth)
@@ -56,6 +83,8 @@ def db_status_for(fetch_status, http_status=None, redirected=False):
     """Map a fetch outcome to the crawl database status."""
     if fetch_status in (FETCH_FETCHED, FETCH_NOT_MODIFIED):
         return DB_REDIRECTED if redirected else DB_FETCHED
+    if fetch_status == FETCH_REDIRECTED:
+        return DB_REDIRECTED
     if fetch_status == FETCH_HTTP_ERROR:
         return DB_GONE if http_status in (404, 410) else DB_FAILED
     if fetch_status == FETCH_ROBOTS_DENIED:

@@ -2,9 +2,14 @@
 
 ``resolve(base, href)`` joins a link the way a browser does; ``normalize(url)`` gives the
 one spelling that crawldb and in/ use, so equivalent spellings are one URL. Both return
-None for what cannot be an http(s) URL.
+None for what cannot be an http(s) URL. ``normalizer(conf)`` is ``normalize`` with the
+crawl's configured query options (``parse.sort_query``, ``parse.strip_params``).
 """
+import fnmatch
+import functools
 import ipaddress
+import re
+from urllib.parse import unquote_plus
 
 import ada_url
 
@@ -24,12 +29,148 @@ def resolve(base, href):
         return None
 
 
-def normalize(url):
+_PCT_RE = re.compile(r'%([0-9A-Fa-f]{2})')
+# RFC 3986 section 2.3: percent-encoded unreserved characters are the characters.
+_UNRESERVED = frozenset(b'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~')
+
+
+def _pct_sub(m):
+    code = int(m.group(1), 16)
+    return chr(code) if code in _UNRESERVED else '%' + m.group(1).upper()
+
+
+def _consistent_escapes(part):
+    """Unreserved characters unescaped, other escapes in upper-case hex (RFC 3986 6.2.2)."""
+    return _PCT_RE.sub(_pct_sub, part) if '%' in part else part
+
+
+@functools.lru_cache(maxsize=64)
+def _param_matcher(patterns):
+    """A predicate on lower-cased parameter names from glob *patterns* (``utm_*``)."""
+    if not patterns:
+        return None
+    exact = frozenset(p.lower() for p in patterns if not any(c in p for c in '*?['))
+    globs = [re.compile(fnmatch.translate(p.lower())) for p in patterns
+             if any(c in p for c in '*?[')]
+    return lambda name: name in exact or any(g.match(name) for g in globs)
+
+
+def _clean_query(query, sort_query, drop):
+    """*query* (no ``?``) with parameters matching *drop* removed, sorted if asked."""
+    pairs = [p for p in query.split('&') if p]
+    if drop is not None:
+        pairs = [p for p in pairs
+                 if not drop(unquote_plus(p.split('=', 1)[0]).lower())]
+    if sort_query:
+        # By name, then by the whole pair: stable, and equal names keep a fixed order.
+        pairs.sort(key=lambda p: (p.split('=', 1)[0], p))
+    return '&'.join(pairs)
+
+
+def _strip_path_params(path, drop):
+    """``/a;jsessionid=XYZ/b`` -> ``/a/b`` for ``;name=value`` matching *drop*."""
+    out = []
+    for seg in path.split('/'):
+        if ';' in seg:
+            head, *params = seg.split(';')
+            params = [p for p in params if not drop(p.split('=', 1)[0].lower())]
+            seg = ';'.join([head] + params)
+        out.append(seg)
+    return '/'.join(out)
+
+
+# A "plain" relative reference: a path with no colon (so no scheme), backslash, percent
+# sign (so no %2e dot segment) or character the URL standard would percent-encode, then
+# an optional query and fragment of characters it keeps as they are in http(s) URLs.
+_PLAIN_REF_RE = re.compile(r"([A-Za-z0-9._~!$&'()*+,;=@/-]*)"
+                           r"(\?[A-Za-z0-9._~!$&()*+,;=:@/?%-]*)?"
+                           r"(#[A-Za-z0-9._~!$&'()*+,;=:@/?%-]*)?\Z")
+
+
+_MISS = object()
+
+
+def _remove_dot_segments(path):
+    """RFC 3986 5.2.4 on an absolute path; equal to the URL standard's path parsing for
+    paths without percent signs or backslashes."""
+    out = []
+    segments = path.split('/')
+    last = len(segments) - 1
+    for i, seg in enumerate(segments[1:], 1):
+        if seg == '..':
+            if out:
+                out.pop()
+            if i == last:
+                out.append('')
+        elif seg == '.':
+            if i == last:
+                out.append('')
+        else:
+            out.append(seg)
+    return '/' + '/'.join(out)
+
+
+class PageResolver:
+    """``resolve(base, href)`` for the many links of one page, faster.
+
+    The same href is resolved once per page, and plain relative references (see
+    ``_PLAIN_REF_RE``: ``#frag``, ``?q``, ``page.html``, ``../a/b.html#x``, ``/p``) of an
+    http(s) base are joined in Python without a parse, by the rules the URL standard
+    gives for them; anything else goes to :func:`resolve`. Results are those of
+    :func:`resolve` (tests/test_filters.py checks this on random input).
+    """
+
+    def __init__(self, base):
+        self.base = base
+        self.cache = {}
+        self.paths = {}
+        self.origin = None
+        try:
+            u = ada_url.URL(base) if base else None
+        except ValueError:
+            u = None
+        if u is not None and u.protocol in SCHEMES and u.host and not (
+                u.username or u.password):
+            self.origin = '%s//%s' % (u.protocol, u.host)
+            self.path = u.pathname
+            self.query = u.search
+            self.dir = self.path[:self.path.rfind('/') + 1]
+
+    def __call__(self, href):
+        url = self.cache.get(href, _MISS)
+        if url is not _MISS:
+            return url
+        if href is None:
+            return None
+        m = _PLAIN_REF_RE.match(href) if self.origin is not None else None
+        if m is None or href.startswith('//'):
+            url = resolve(self.base, href)
+        else:
+            path, query, frag = m.groups()
+            if not path:
+                prefix = self.origin + self.path
+                if query is None:
+                    query = self.query
+            else:
+                prefix = self.paths.get(path)
+                if prefix is None:   # links differ by fragment far more often than path
+                    prefix = self.paths[path] = self.origin + _remove_dot_segments(
+                        path if path[0] == '/' else self.dir + path)
+            url = prefix + (query or '') + (frag or '')
+        self.cache[href] = url
+        return url
+
+
+def normalize(url, sort_query=False, strip_params=()):
     """The canonical spelling of an http(s) *url*, or None.
 
     Lower-case scheme and host, IDNA (punycode) host, default port dropped,
-    dot-segments removed, fragment dropped, percent-encoding as the URL standard
-    serialises it, an empty path made ``/``.
+    dot-segments removed, fragment and credentials dropped, an empty path made ``/``,
+    percent-encoding made consistent (escaped unreserved characters unescaped, other
+    escapes in upper-case hex), an empty ``?`` dropped. With *sort_query*, query
+    parameters are sorted by name; parameters whose name matches a glob in
+    *strip_params* (case-insensitive: ``utm_*``, ``jsessionid``) are removed from the
+    query and from ``;name=value`` path parameters.
     """
     if not url:
         return None
@@ -43,7 +184,28 @@ def normalize(url):
     if u.username or u.password:
         u.username = ''
         u.password = ''
+    drop = _param_matcher(tuple(strip_params)) if strip_params else None
+    path = u.pathname
+    new_path = _consistent_escapes(path)
+    if drop is not None and ';' in new_path:
+        new_path = _strip_path_params(new_path, drop)
+    if new_path != path:
+        u.pathname = new_path
+    search = u.search
+    if search or u.href.endswith('?'):
+        query = _consistent_escapes(search[1:])
+        if sort_query or drop is not None:
+            query = _clean_query(query, sort_query, drop)
+        # The setter drops one leading "?", so give it one: "??" stays a query of "?".
+        u.search = '?' + query if query else ''
     return u.href
+
+
+def normalizer(conf):
+    """``normalize`` with the query options of a resolved configuration."""
+    parse = conf.get('parse', {})
+    return functools.partial(normalize, sort_query=parse.get('sort_query', False),
+                             strip_params=tuple(parse.get('strip_params', ())))
 
 
 def host(url):

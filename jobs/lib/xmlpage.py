@@ -47,5 +47,33 @@ def page_xml(page):
     dups = _sub(root, 'duplicates')
     for url in page.get('duplicates') or ():
         _sub(dups, 'url', url)
+    if page.get('fields') is not None:
+        _fields_xml(root, page)
     out = ET.tostring(root, encoding='unicode', short_empty_elements=True)
     return out.replace('\r', '&#13;').replace('\n', '&#10;')
+
+
+def _field_type(value):
+    if isinstance(value, bool):
+        return 'text'
+    if isinstance(value, int):
+        return 'int'
+    if isinstance(value, float):
+        return 'float'
+    if isinstance(value, list):
+        return 'list'
+    return 'text'
+
+
+def _fields_xml(root, page):
+    """``<fields site= checksum=>``: a site page's extracted fields (conf/sites)."""
+    fields = _sub(root, 'fields', site=page.get('site'), checksum=page.get('fields_checksum'))
+    for name, value in page['fields'].items():
+        if value is None:
+            _sub(fields, 'field', name=name, null='true')
+        elif isinstance(value, list):
+            el = _sub(fields, 'field', name=name, type='list')
+            for item in value:
+                _sub(el, 'item', item)
+        else:
+            _sub(fields, 'field', value, name=name, type=_field_type(value))

@@ -1,0 +1,279 @@
+"""Per-site configuration files (conf/sites/*.toml): loading, validation, matching.
+
+A site file is TOML, read with tomllib (never executed)::
+
+    [site]
+    name = "films"                        # default: the file name without .toml
+    hosts = ["films.example", "*.films.example"]   # host names, globs allowed
+    urls = []                             # regexes: a page matches when its URL matches one
+    pages = ['/film/\\d+']                # regexes: pages whose fields are extracted
+                                          # (default: every page of the site)
+    refetch_interval = 86400              # seconds until a page should be fetched again
+
+    [links]                               # which out-links of this site's pages to follow
+    follow = ['/film/', '/list/']         # when set, only links matching one (site_rule)
+    deny = ['/login']                     # links matching one are rejected (site_rule)
+
+    [fields.TITLE]                        # a named field; see jobs.lib.extract
+    css = "h1.title"                      # one of css / xpath / regex (regex may also
+    type = "text"                         # post-process what css or xpath selected)
+
+    [resources.video]                     # secondary resources (jobs.lib.extract)
+    css = "video source"
+    attr = "src"
+    max_bytes = 52428800
+
+A page belongs to the first site (files in name order) whose ``hosts`` or ``urls``
+match its final URL. The driver calls :func:`resolve` once; the loaded sites travel in
+the resolved configuration (``conf['sites']``, plain JSON), so tasks never read
+``conf/``. Errors are :class:`SiteConfigError` naming the file and the key.
+"""
+import fnmatch
+import os
+import re
+import tomllib
+
+from jobs.lib.config import ConfigError
+
+PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+FIELD_TYPES = ('text', 'int', 'float', 'date', 'list', 'url')
+_FIELD_KEYS = {'css', 'xpath', 'regex', 'attr', 'type', 'formats', 'required'}
+_RESOURCE_KEYS = {'css', 'xpath', 'regex', 'attr', 'max_bytes'}
+_SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval'}
+_LINK_KEYS = {'follow', 'deny'}
+_NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]*$')
+DEFAULT_RESOURCE_MAX_BYTES = 10 * 1024 * 1024
+
+
+class SiteConfigError(ConfigError):
+    """A site file is invalid; the message names the file and the key."""
+
+
+def _err(path, msg, *args):
+    return SiteConfigError('%s: %s' % (path, msg % args))
+
+
+def _str_list(path, key, value):
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _err(path, '%s must be a list of strings, got %r', key, value)
+    return value
+
+
+def _regexes(path, key, value):
+    value = _str_list(path, key, value)
+    for p in value:
+        try:
+            re.compile(p)
+        except re.error as e:
+            raise _err(path, '%s: bad regular expression %r: %s', key, p, e)
+    return value
+
+
+def _check_keys(path, where, table, allowed):
+    if not isinstance(table, dict):
+        raise _err(path, '%s must be a table', where)
+    for key in table:
+        if key not in allowed:
+            raise _err(path, 'unknown key %s.%s (allowed: %s)', where, key,
+                       ', '.join(sorted(allowed)))
+
+
+def _selector(path, where, spec, field=True):
+    out = {}
+    kinds = [k for k in ('css', 'xpath') if k in spec]
+    if len(kinds) > 1:
+        raise _err(path, '%s: give css or xpath, not both', where)
+    if not kinds and 'regex' not in spec:
+        raise _err(path, '%s needs one of css, xpath, regex', where)
+    if 'css' in spec:
+        if not isinstance(spec['css'], str) or not spec['css'].strip():
+            raise _err(path, '%s.css must be a non-empty string', where)
+        _check_css(path, where, spec['css'])
+        out['css'] = spec['css']
+    if 'xpath' in spec:
+        if not isinstance(spec['xpath'], str):
+            raise _err(path, '%s.xpath must be a string', where)
+        from lxml import etree
+        try:
+            etree.XPath(spec['xpath'])
+        except etree.XPathError as e:
+            raise _err(path, '%s.xpath: bad XPath %r: %s', where, spec['xpath'], e)
+        out['xpath'] = spec['xpath']
+    if 'regex' in spec:
+        if not isinstance(spec['regex'], str):
+            raise _err(path, '%s.regex must be a string', where)
+        _regexes(path, where + '.regex', spec['regex'])
+        out['regex'] = spec['regex']
+    if 'attr' in spec:
+        if not isinstance(spec['attr'], str) or not spec['attr']:
+            raise _err(path, '%s.attr must be an attribute name', where)
+        out['attr'] = spec['attr']
+    if field:
+        ftype = spec.get('type', 'text')
+        if ftype not in FIELD_TYPES:
+            raise _err(path, '%s.type must be one of %s, got %r', where,
+                       ', '.join(FIELD_TYPES), ftype)
+        out['type'] = ftype
+        out['formats'] = _str_list(path, where + '.formats', spec.get('formats', []))
+        required = spec.get('required', False)
+        if not isinstance(required, bool):
+            raise _err(path, '%s.required must be true or false', where)
+        out['required'] = required
+    return out
+
+
+def _check_css(path, where, css):
+    from selectolax.lexbor import LexborHTMLParser
+    try:
+        LexborHTMLParser('<p></p>').css(css)
+    except Exception as e:   # selectolax raises plain exceptions for bad selectors
+        raise _err(path, '%s.css: bad selector %r: %s', where, css, e)
+
+
+def parse_site(data, path):
+    """Validate the TOML table of one site file -> the plain dict kept in conf['sites']."""
+    _check_keys(path, 'the file', data, {'site', 'links', 'fields', 'resources'})
+    site = data.get('site', {})
+    _check_keys(path, 'site', site, _SITE_KEYS)
+    name = site.get('name', os.path.splitext(os.path.basename(path))[0])
+    if not isinstance(name, str) or not name:
+        raise _err(path, 'site.name must be a non-empty string')
+    hosts = [h.lower() for h in _str_list(path, 'site.hosts', site.get('hosts', []))]
+    url_res = _regexes(path, 'site.urls', site.get('urls', []))
+    if not hosts and not url_res:
+        raise _err(path, 'site.hosts or site.urls must name the pages of the site')
+    refetch = site.get('refetch_interval', 0)
+    if isinstance(refetch, bool) or not isinstance(refetch, (int, float)) or refetch < 0:
+        raise _err(path, 'site.refetch_interval must be seconds >= 0, got %r', refetch)
+    links = data.get('links', {})
+    _check_keys(path, 'links', links, _LINK_KEYS)
+    fields = {}
+    for fname, spec in data.get('fields', {}).items():
+        if not _NAME_RE.match(fname):
+            raise _err(path, 'fields.%s: a field name is letters, digits, _ . -', fname)
+        _check_keys(path, 'fields.' + fname, spec, _FIELD_KEYS)
+        fields[fname] = _selector(path, 'fields.' + fname, spec)
+    resources = {}
+    for rname, spec in data.get('resources', {}).items():
+        if not _NAME_RE.match(rname):
+            raise _err(path, 'resources.%s: a name is letters, digits, _ . -', rname)
+        _check_keys(path, 'resources.' + rname, spec, _RESOURCE_KEYS)
+        res = _selector(path, 'resources.' + rname, spec, field=False)
+        max_bytes = spec.get('max_bytes', DEFAULT_RESOURCE_MAX_BYTES)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise _err(path, 'resources.%s.max_bytes must be bytes >= 1', rname)
+        res['max_bytes'] = max_bytes
+        resources[rname] = res
+    return {'name': name, 'file': path, 'hosts': hosts, 'urls': url_res,
+            'pages': _regexes(path, 'site.pages', site.get('pages', [])),
+            'refetch_interval': refetch or None,
+            'follow': _regexes(path, 'links.follow', links.get('follow', [])),
+            'deny': _regexes(path, 'links.deny', links.get('deny', [])),
+            'fields': fields, 'resources': resources}
+
+
+def load_file(path):
+    """One site file -> its validated dict."""
+    try:
+        with open(path, 'rb') as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise _err(path, 'file not found')
+    except tomllib.TOMLDecodeError as e:
+        raise _err(path, 'not valid TOML: %s', e)
+    return parse_site(data, path)
+
+
+def _locate(entry):
+    if os.path.isabs(entry) or os.path.exists(entry):
+        return entry
+    return os.path.join(PROJECT_DIR, entry)
+
+
+def load_all(entries):
+    """Site dicts from files and directories of ``*.toml`` (in name order)."""
+    sites, names = [], {}
+    for entry in entries:
+        path = _locate(entry)
+        if os.path.isdir(path):
+            files = sorted(os.path.join(path, n) for n in os.listdir(path)
+                           if n.endswith('.toml') and not n.startswith('.'))
+        elif os.path.isfile(path):
+            files = [path]
+        else:
+            raise SiteConfigError('parse.sites: %s: no such file or directory' % entry)
+        for f in files:
+            site = load_file(f)
+            if site['name'] in names:
+                raise _err(f, 'site.name %r is also used by %s', site['name'],
+                           names[site['name']])
+            names[site['name']] = f
+            sites.append(site)
+    return sites
+
+
+def resolve(conf):
+    """Load the site files ``conf['parse']['sites']`` names into ``conf['sites']``.
+
+    The driver calls this once, after :func:`jobs.lib.config.load` and before writing
+    OUT/conf.json. Returns *conf*. Raises :class:`SiteConfigError` (a ConfigError).
+    """
+    conf['sites'] = load_all(conf['parse'].get('sites', []))
+    return conf
+
+
+class Site:
+    """One site's configuration, compiled for matching."""
+
+    def __init__(self, spec):
+        self.spec = spec
+        self.name = spec['name']
+        self.exact_hosts = frozenset(h for h in spec['hosts'] if not _is_glob(h))
+        self.host_globs = [re.compile(fnmatch.translate(h)) for h in spec['hosts']
+                           if _is_glob(h)]
+        self.url_res = [re.compile(p) for p in spec['urls']]
+        self.page_res = [re.compile(p) for p in spec['pages']]
+        self.follow = [re.compile(p) for p in spec['follow']]
+        self.deny = [re.compile(p) for p in spec['deny']]
+        self.refetch_interval = spec.get('refetch_interval')
+
+    def matches(self, host, url):
+        return (host in self.exact_hosts or any(g.match(host) for g in self.host_globs)
+                or any(r.search(url) for r in self.url_res))
+
+    def extracts(self, url):
+        """True when fields are extracted from the page at *url*."""
+        return not self.page_res or any(r.search(url) for r in self.page_res)
+
+    def link_allowed(self, url):
+        """The site's link rules: False means rejected (reason site_rule)."""
+        if any(r.search(url) for r in self.deny):
+            return False
+        return not self.follow or any(r.search(url) for r in self.follow)
+
+
+def _is_glob(text):
+    return any(c in text for c in '*?[')
+
+
+class SiteIndex:
+    """All configured sites; ``match(url)`` finds the one a page belongs to."""
+
+    def __init__(self, specs):
+        self.sites = [Site(s) for s in specs or ()]
+
+    def match(self, url):
+        if not self.sites or not url:
+            return None
+        from jobs.lib.filters import split_url
+        try:
+            host = split_url(url)[0].lower()
+        except IndexError:
+            return None
+        for site in self.sites:
+            if site.matches(host, url):
+                return site
+        return None

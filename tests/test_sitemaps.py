@@ -1,0 +1,126 @@
+"""Sitemaps, sitemap indexes, gzip, text sitemaps and robots.txt Sitemap: lines."""
+import base64
+import gzip
+import json
+
+import pytest
+
+from jobs.lib import config, sitemaps
+from jobs.parse import MRParse
+from tests.conftest import test_conf
+from tests.test_jobs import run_job
+
+URLSET = b'''<?xml version="1.0" encoding="UTF-8"?>
+<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+  <url><loc>http://h.com/a</loc><lastmod>2026-11-01</lastmod><priority>0.8</priority></url>
+  <url><loc> http://h.com/b?utm_source=x </loc></url>
+  <url><loc>/relative</loc></url>
+  <url><loc>ftp://h.com/file</loc></url>
+  <url><priority>1</priority></url>
+</urlset>'''
+
+INDEX = b'''<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+<sitemap><loc>http://h.com/sitemap-1.xml.gz</loc></sitemap>
+<sitemap><loc>http://h.com/sitemap-2.xml</loc><lastmod>2026-01-01</lastmod></sitemap>
+</sitemapindex>'''
+
+XXE = b'''<?xml version="1.0"?>
+<!DOCTYPE urlset [<!ENTITY xxe SYSTEM "file:///etc/passwd">]>
+<urlset><url><loc>http://h.com/&xxe;</loc></url></urlset>'''
+
+
+def test_parse_urlset_index_gzip_and_text():
+    kind, entries = sitemaps.parse(URLSET)
+    assert kind == 'urlset'
+    assert [e['loc'] for e in entries] == ['http://h.com/a', 'http://h.com/b?utm_source=x',
+                                          '/relative', 'ftp://h.com/file']
+    assert entries[0]['lastmod'] == '2026-11-01' and entries[0]['priority'] == '0.8'
+    kind, entries = sitemaps.parse(gzip.compress(INDEX))
+    assert kind == 'sitemapindex' and len(entries) == 2
+    kind, entries = sitemaps.parse(b'http://h.com/1\n\nnot a url\nhttps://h.com/2\n')
+    assert kind == 'text' and [e['loc'] for e in entries] == ['http://h.com/1',
+                                                              'https://h.com/2']
+    assert len(sitemaps.parse(URLSET, max_urls=2)[1]) == 2
+
+
+def test_no_external_entities_and_no_zip_bomb():
+    kind, entries = sitemaps.parse(XXE)
+    assert 'root:' not in json.dumps(entries)
+    bomb = gzip.compress(b'<urlset>' + b' ' * 2_000_000 + b'</urlset>')
+    with pytest.raises(sitemaps.SitemapError, match='inflates'):
+        sitemaps.parse(bomb, max_bytes=1_000_000)
+    with pytest.raises(sitemaps.SitemapError, match='root element <rss>'):
+        sitemaps.parse(b'<rss><channel/></rss>')
+
+
+def test_robots_sitemap_lines():
+    text = 'User-agent: *\nDisallow: /x\nSitemap: http://h.com/s1.xml\nsitemap:/s2.xml\n'
+    assert sitemaps.robots_sitemaps(text) == ['http://h.com/s1.xml', '/s2.xml']
+
+
+KEEP = 'fetch.keep_types=%s' % json.dumps(list(sitemaps.SITEMAP_TYPES))
+
+
+def test_enabling_sitemaps_needs_the_fetch_to_keep_their_bodies():
+    if 'keep_types' not in config.load()['fetch']:
+        pytest.skip('fetch.keep_types is not in this tree yet')
+    with pytest.raises(config.ConfigError, match='fetch.keep_types'):
+        config.load(overrides=['sitemaps.enabled=true'])
+    assert config.load(overrides=['sitemaps.enabled=true', KEEP])['sitemaps']['enabled']
+
+
+def _conf_file(tmp_path, *sets):
+    conf = test_conf(*sets)
+    conf['sitemaps']['enabled'] = True     # keep_types is the fetch job's concern here
+    path = tmp_path / 'conf.json'
+    path.write_text(json.dumps(conf))
+    return str(path)
+
+
+def raw_doc(url, data, ctype, depth=1):
+    return {'kind': 'doc', 'url': url, 'final_url': url, 'status': 'fetched', 'depth': depth,
+            'content_type': ctype, 'digest': 'sha1:x', 'body': None,
+            'raw_body': base64.b64encode(data).decode('ascii'), 'headers': {}}
+
+
+def test_parse_job_reads_url_sources(tmp_path):
+    conf_file = _conf_file(tmp_path)
+    docs = [
+        raw_doc('http://h.com/robots.txt', b'User-agent: *\nSitemap: /sitemap_index.xml\n',
+                'text/plain'),
+        raw_doc('http://h.com/sitemap_index.xml', INDEX, 'application/xml'),
+        raw_doc('http://h.com/sitemap-1.xml.gz', gzip.compress(URLSET), 'application/gzip'),
+        raw_doc('http://h.com/urls.txt', b'http://h.com/t1\nhttp://h.com/t2\n', 'text/plain'),
+        raw_doc('http://h.com/readme', b'Just  some\ntext.', 'text/plain'),
+        raw_doc('http://h.com/feed', b'<rss/>', 'application/xml'),
+        {'kind': 'doc', 'url': 'http://h.com/', 'final_url': 'http://h.com/', 'depth': 0,
+         'status': 'fetched', 'body': '<a href="/x">x</a>', 'headers': {}},
+    ]
+    out, counters = run_job(MRParse, conf_file, docs)
+    by_url = {r['url']: r for r in out}
+    robots = by_url['http://h.com/robots.txt']
+    assert [l['url'] for l in robots['links']] == ['http://h.com/sitemap_index.xml']
+    assert robots['sitemap'] == 'robots' and robots['noindex'] and robots['link_depth_step'] == 0
+    index = by_url['http://h.com/sitemap_index.xml']
+    assert [l['url'] for l in index['links']] == ['http://h.com/sitemap-1.xml.gz',
+                                                 'http://h.com/sitemap-2.xml']
+    urlset = by_url['http://h.com/sitemap-1.xml.gz']
+    assert urlset['links'] == [
+        {'url': 'http://h.com/a', 'text': '', 'rel': 'urlset', 'lastmod': '2026-11-01'},
+        {'url': 'http://h.com/b', 'text': '', 'rel': 'urlset'},      # utm_ stripped
+        {'url': 'http://h.com/relative', 'text': '', 'rel': 'urlset'}]
+    assert [l['url'] for l in by_url['http://h.com/urls.txt']['links']] == [
+        'http://h.com/t1', 'http://h.com/t2']
+    readme = by_url['http://h.com/readme']
+    assert readme['text'] == 'Just some text.' and readme['links'] == []
+    assert 'root element <rss>' in by_url['http://h.com/feed']['parse_error']
+    home = by_url['http://h.com/']
+    assert [l['url'] for l in home['links']] == ['http://h.com/x', 'http://h.com/robots.txt']
+    c = counters['parse']
+    assert c['sitemap_robots_total'] == 1 and c['sitemap_sitemapindex_total'] == 1
+    assert c['sitemap_urlset_total'] == 1 and c['sitemap_text_total'] == 1
+    assert c['text_pages_total'] == 1 and c['sitemap_error_total'] == 1
+    assert c['robots_txt_linked_total'] == 1
+    assert c['link_rejected_scheme_total'] == 1          # the ftp: loc
+    assert c['links_found_total'] == c['links_kept_total'] + sum(
+        v for k, v in c.items() if k.startswith('link_rejected_'))
