@@ -1,5 +1,6 @@
 # mrcrawl: `make help` lists the targets. Variables can be set on the command line:
 #   make crawl DEPTH=2 SEEDS=seeds/seeds.txt OUT=crawl RUNNER=local
+SHELL  := /bin/bash
 PYTHON ?= python3.11
 VENV   ?= .venv
 RUNNER ?= local
