@@ -14,7 +14,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv crawl demo test test-fast bench-parse hadoop-up hadoop-down clean
+.PHONY: help venv crawl recrawl demo test test-fast bench-parse hadoop-up hadoop-down clean
 
 help:  ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -29,6 +29,9 @@ venv: $(STAMP)  ## Create the virtual environment (.venv) and install mrcrawl in
 
 crawl: $(STAMP)  ## Crawl SEEDS to DEPTH into OUT with RUNNER (default: local runner, ./crawl)
 	$(if $(filter hadoop,$(RUNNER)),. hadoop/env.sh && ,)$(BIN)/mrcrawl crawl --seeds $(SEEDS) --depth $(DEPTH) --out $(OUT) -r $(RUNNER) $(ARGS)
+
+recrawl: $(STAMP)  ## Re-fetch the pages of OUT whose interval has passed; XML of what changed
+	$(if $(filter hadoop,$(RUNNER)),. hadoop/env.sh && ,)$(BIN)/mrcrawl recrawl --out $(OUT) -r $(RUNNER) $(ARGS)
 
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
 	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)

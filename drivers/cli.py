@@ -3,6 +3,7 @@
     mrcrawl crawl --seeds FILE --depth N --out DIR [-r inline|local|hadoop]
                   [--conf FILE] [--set SECTION.KEY=VALUE ...]
     mrcrawl demo [--depth N] [--out DIR]
+    mrcrawl recrawl --out DIR [--at TIME] [-r ...] [--conf FILE] [--set ...]
     mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE
     mrcrawl db stats OUT | mrcrawl db get OUT URL...
 
@@ -10,6 +11,7 @@ Errors the user can act on (missing seeds file, unwritable output folder, bad
 configuration, a failed step) print one line and exit with status 2.
 """
 import argparse
+import json
 import logging
 import sys
 
@@ -58,6 +60,19 @@ def build_parser():
                       help='Output folder (replaced). Default: %(default)s')
     _add_crawl_options(demo)
 
+    recrawl = sub.add_parser(
+        'recrawl', help='Fetch again the pages whose re-fetch interval has passed.',
+        description='One re-crawl round of a finished crawl: select the pages whose last '
+                    'fetch + interval has passed, fetch them with conditional requests, '
+                    'adapt each interval (recrawl.*) and write XML only for pages that '
+                    'changed, plus deletion records for pages now gone, into '
+                    'OUT/recrawl/RRR/xml. Rerunning resumes an unfinished round.')
+    recrawl.add_argument('--out', required=True, metavar='DIR', help='The crawl output folder.')
+    recrawl.add_argument('--at', metavar='TIME', default=None,
+                         help='Pretend it is TIME (ISO-8601 UTC, e.g. 2026-12-31T00:00:00Z) '
+                              'when deciding what is due. Default: now.')
+    _add_crawl_options(recrawl)
+
     sub.add_parser('extract', add_help=False,
                    help='Show what a site configuration (conf/sites) extracts from one page: '
                         'mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE')
@@ -101,6 +116,24 @@ def run_crawl(args, seeds, out, extra_sets=()):
     return 0
 
 
+def run_recrawl(args):
+    from drivers.crawl import Crawl, CrawlError
+    try:
+        conf = sites.resolve(config.load(args.conf, args.set))
+    except config.ConfigError as e:
+        print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    progress = (lambda msg: None) if args.quiet else _print
+    try:
+        summary = Crawl(args.out, conf, runner=args.runner, progress=progress).recrawl(args.at)
+    except CrawlError as e:
+        print('mrcrawl: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    if args.quiet:
+        print(json.dumps(summary, sort_keys=True))
+    return 0
+
+
 def run_demo(args):
     import os
     import shutil
@@ -121,7 +154,6 @@ def run_demo(args):
 
 
 def run_db(args):
-    import json
     from drivers import db
     try:
         if args.db_command == 'stats':
@@ -155,6 +187,8 @@ def main(argv=None):
         return run_crawl(args, args.seeds, args.out)
     if args.command == 'demo':
         return run_demo(args)
+    if args.command == 'recrawl':
+        return run_recrawl(args)
     if args.command == 'db':
         return run_db(args)
     return EXIT_USAGE

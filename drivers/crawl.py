@@ -27,6 +27,7 @@ from drivers import fs as fslib
 from drivers.report import Report
 from drivers.seeds import read_seeds
 from jobs.lib import counters as C, urls
+from jobs.lib.fetcher import now_iso as fetcher_now
 
 log = logging.getLogger('mrcrawl')
 
@@ -68,7 +69,7 @@ class Crawl:
     def prepare(self):
         try:
             self.fs.check_writable(self.out)
-            for sub in ('in', 'plan', 'doc', 'out', 'crawldb', 'steps'):
+            for sub in ('in', 'plan', 'doc', 'out', 'crawldb', 'steps', 'recrawl'):
                 self.fs.mkdirs(self.path(sub))
         except OSError as e:
             raise CrawlError('cannot write the crawl output folder %s: %s' % (
@@ -221,6 +222,82 @@ class Crawl:
         for name in self.fs.listdir(self.path('crawldb')):
             if name.isdigit() and int(name) < layer - 1:
                 self.fs.rm(self.path('crawldb', name))
+
+    # -- re-crawl -------------------------------------------------------------------
+
+    def recrawl(self, at=None):
+        """One re-crawl round over the newest crawl database, into OUT/recrawl/RRR/.
+
+            generate --recrawl-at AT  newest crawldb        -> RRR/in   (due URLs + validators)
+            plan, fetch, parse        RRR/in                -> RRR/doc, RRR/out
+            optimize                  newest crawldb + out  -> RRR/crawldb (intervals adapted)
+            changes                   RRR/out               -> RRR/changes (changed + gone)
+            xml                       RRR/changes           -> RRR/xml  (documents + deletions)
+
+        A round whose xml/ is missing is resumed (same AT, from its round.json); else a
+        new round starts. Returns the round's summary dict.
+        """
+        from drivers.db import newest_crawldb
+        from jobs.changes import MRChanges
+        from jobs.fetch import MRFetch
+        from jobs.generate import MRGenerate
+        from jobs.html_to_xml import MRHtmlToXml
+        from jobs.optimize import MROptimize
+        from jobs.parse import MRParse
+        from jobs.plan_fetch import MRPlanFetch
+
+        self.prepare()
+        rounds = sorted(n for n in self.fs.listdir(self.path('recrawl')) if n.isdigit())
+        if rounds and not self.fs.exists(self.path('recrawl', rounds[-1], 'xml')):
+            rnd = rounds[-1]
+            info = json.loads(self.fs.read_text(self.path('recrawl', rnd, 'round.json')))
+        else:
+            try:
+                db_in = newest_crawldb(self.out)
+            except FileNotFoundError as e:
+                raise CrawlError('%s: run `mrcrawl crawl` first' % e)
+            rnd = _layer(int(rounds[-1]) + 1 if rounds else 1)
+            info = {'at': at or fetcher_now(), 'crawldb': db_in}
+            self.fs.mkdirs(self.path('recrawl', rnd))
+            self.fs.write_text(self.path('recrawl', rnd, 'round.json'), json.dumps(info))
+        base = self.path('recrawl', rnd)
+        self.progress('re-crawl round %s: pages due at %s, from %s' % (
+            rnd, info['at'], info['crawldb']))
+        p = lambda *parts: self.fs.join(base, *parts)   # noqa: E731
+        steps = {}
+        name = 'recrawl-%s-' % rnd
+        steps['generate'] = self.run_step(name + 'generate', MRGenerate, [info['crawldb']],
+                                          p('in'), ['--recrawl-at', info['at']])
+        due = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED, 0)
+        self.progress('  %d URL(s) due' % due)
+        if self.conf['fetch']['plan']:
+            steps['plan'] = self.run_step(name + 'plan', MRPlanFetch, [p('in')], p('plan'))
+        part = p('plan', 'part-00000')
+        plan_args = ['--plan', part] if self.fs.exists(part) else []
+        steps['fetch'] = self.run_step(name + 'fetch', MRFetch, [p('in')], p('doc'), plan_args)
+        steps['parse'] = self.run_step(name + 'parse', MRParse, [p('doc')], p('out'))
+        steps['optimize'] = self.run_step(name + 'optimize', MROptimize,
+                                          [info['crawldb'], p('out')], p('crawldb'))
+        steps['changes'] = self.run_step(name + 'changes', MRChanges, [p('out')], p('changes'))
+        steps['xml'] = self.run_step(name + 'xml', MRHtmlToXml, [p('changes')], p('xml'))
+        row = self.report.layer_row(0, due, steps)
+        ch = steps['changes']['counters'].get('changes', {})
+        summary = {'round': rnd, 'at': info['at'], 'due': due, 'fetch': row,
+                   'changed': ch.get('changed_total', 0),
+                   'unchanged': ch.get('unchanged_total', 0),
+                   'not_modified': ch.get('not_modified_total', 0),
+                   'deleted': ch.get('deleted_total', 0),
+                   'xml': p('xml'), 'crawldb': p('crawldb')}
+        self.fs.write_text(p('report.json'), json.dumps(summary, indent=1, sort_keys=True))
+        self.progress('re-crawl round %s: %d due, %d changed, %d unchanged (%d answered 304), '
+                      '%d gone; new documents and deletions in %s' % (
+                          rnd, due, summary['changed'],
+                          summary['unchanged'] + summary['not_modified'],
+                          summary['not_modified'], summary['deleted'], p('xml')))
+        self.fs.rm(self.path('tmp'))
+        os.remove(self._conf_file)
+        self._conf_file = None
+        return summary
 
     def finish(self, layers, merge=None, xml=None, stopped=False):
         report = self.report.write(layers, merge, xml, stopped)

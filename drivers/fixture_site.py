@@ -2,8 +2,10 @@
 
 Like Nutch's fetch-test-site and Scrapy's mockserver: a small site with pages over
 several depths, a robots.txt with a Disallow, a duplicate page, a redirect, a 404, a
-spider trap (ever-deeper links), a non-HTML file, a Latin-1 page, a nofollow link and
-links in every spelling a crawler must normalise. Every request is logged (time,
+spider trap (ever-deeper links), a non-HTML file, a Latin-1 page, a nofollow link,
+links in every spelling a crawler must normalise, two near-duplicate pages (the same long
+article with another date and session id) and a printable page whose rel=canonical names
+the page it copies. Every request is logged (time,
 client address, Host, path, User-Agent) so tests check politeness and robots from the
 server's own log.
 
@@ -35,6 +37,7 @@ robustness tests; ``id=`` names a counter so "the first n requests" are per test
 
 ``FixtureSite(robots=BYTES, robots_status=CODE)`` serves another robots.txt.
 """
+import hashlib
 import http.server
 import socket
 import struct
@@ -57,6 +60,37 @@ def _links(*hrefs):
 
 DUPLICATE = _page('Same content', '<p>This page exists under two URLs.</p>' + _links('/'))
 
+def _article():
+    """A long English article (about 600 words), the same on every run."""
+    import random
+    rnd = random.Random(7)
+    subjects = ['The crawler', 'A careful reader', 'The city library', 'Every small garden',
+                'The morning train', 'Our old neighbour', 'The river valley', 'A patient cook']
+    verbs = ['describes', 'remembers', 'collects', 'follows', 'explains', 'welcomes',
+             'prepares', 'discovers']
+    objects = ['the history of printed maps', 'a quiet walk along the harbour',
+               'the seasons of the apple orchard', 'letters written during the long winter',
+               'the recipe for a simple bread', 'the songs of migrating birds',
+               'the rules of an ancient board game', 'the colours of the autumn forest']
+    tails = ['before the market opens.', 'with great attention to detail.',
+             'while the children are at school.', 'as the evening light fades slowly.',
+             'because nobody else has written it down.', 'for the visitors who come in spring.']
+    paras = []
+    for _ in range(12):
+        paras.append('<p>%s</p>' % ' '.join(
+            '%s %s %s %s' % (rnd.choice(subjects), rnd.choice(verbs), rnd.choice(objects),
+                             rnd.choice(tails)) for _ in range(5)))
+    return ''.join(paras)
+
+
+def _near_page(date, session):
+    """The same article with other boilerplate: a date line and a session id."""
+    return _page('A long article', (
+        '<header><nav><a href="/">Home</a> <a href="/a.html">Archive</a></nav>'
+        '<p>Printed on %s</p></header><article>%s</article>'
+        '<footer><p>Session %s</p></footer>' % (date, _article(), session)))
+
+
 PAGES = {
     '/': _page('Fixture home', _links(
         '/a.html', '/b.html', '/dup.html', '/redirect', '/missing',
@@ -64,7 +98,13 @@ PAGES = {
         'mailto:someone@example.invalid', 'javascript:void(0)', 'ftp://127.0.0.1/file',
         '/a.html#section', './a.html', '/%7Euser/') +
         '<p><a href="/nofollow.html" rel="nofollow">not followed</a></p>'),
-    '/a.html': _page('Page A (depth 1)', _links('/a/1.html', '/')),
+    '/a.html': _page('Page A (depth 1)', _links('/a/1.html', '/', '/near1.html',
+                                                '/near2.html', '/a-print.html')),
+    # Near duplicates (MRMerge's SimHash) and a page folded by its rel=canonical.
+    '/near1.html': _near_page('Monday 30 November 2026', 'a81f3c07e2'),
+    '/near2.html': _near_page('Tuesday 1 December 2026', '5b9d02e4aa'),
+    '/a-print.html': _page('Page A, printable', '<p>Page A in a layout for printing.</p>',
+                           head='<link rel="canonical" href="/a.html">'),
     '/a/1.html': _page('Page A1 (depth 2)', _links('2.html', '/a.html')),
     '/a/2.html': _page('Page A2 (depth 3)', _links('3.html')),
     '/a/3.html': _page('Page A3 (depth 4)', _links('4.html')),
@@ -136,10 +176,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             parts = [p for p in path.split('/') if p][1:]
             nxt = str(len(parts) + 1)
             return self._send(200, _page('Trap level %d' % len(parts), _links(nxt + '/')))
-        body = PAGES.get(path)
+        body = site.overrides.get(path, PAGES.get(path))
         if body is None:
             return self._send(404, _page('Not found', ''))
-        return self._send(200, body)
+        # The ordinary pages carry an ETag and answer a matching If-None-Match with 304,
+        # as most servers do: re-crawls are tested against this.
+        etag = '"%s"' % hashlib.sha1(body).hexdigest()[:16]
+        if self.headers.get('If-None-Match') == etag:
+            self.send_response(304)
+            self.send_header('ETag', etag)
+            self.send_header('Content-Length', '0')
+            self.end_headers()
+            return None
+        return self._send(200, body, headers=[('ETag', etag)])
 
     do_HEAD = do_GET
 
@@ -291,6 +340,8 @@ class FixtureSite:
         self.hits = {}
         self.robots = robots
         self.robots_status = robots_status
+        #: path -> body bytes (or None: 404) replacing the site's pages, for re-crawls
+        self.overrides = {}
         self.stopping = threading.Event()
         self.lock = threading.Lock()
         self.httpd = http.server.ThreadingHTTPServer((host, port), _Handler)

@@ -11,11 +11,17 @@ shallower, then more in-links, then by URL), the rest stay ``unfetched`` in craw
 come back in later layers (counter ``over_host_cap_total``). Only the cap's worth of
 records is held in memory per host.
 
+Re-crawl mode (``--recrawl-at TIME``, used by ``mrcrawl recrawl``): instead of unfetched
+URLs, select the fetched ones whose last fetch + ``fetch_interval`` is not after TIME,
+with what a conditional request needs (``etag``, ``last_modified``) and what the page
+was (``prev``: digest, fields checksum) so that changes can be told apart.
+
 Run alone::
 
     python -m jobs.generate --crawl-conf crawl/conf.json --max-depth 3 crawl/crawldb/000 -o /tmp/in
 """
 import heapq
+from datetime import datetime, timezone
 
 from mrjob.step import MRStep
 
@@ -25,7 +31,7 @@ from jobs.lib import counters as C, records as R, urls
 
 def candidate_order(cand):
     """Sort key of a host's candidates: the first ones are generated under a cap."""
-    depth, url, inlinks, topic_inlinks = cand
+    depth, url, inlinks, topic_inlinks = cand[:4]
     return (not topic_inlinks, depth, -inlinks, url)
 
 
@@ -37,12 +43,18 @@ class MRGenerate(CrawlJob):
         self.add_passthru_arg('--max-depth', type=int, default=3,
                               help='Deepest layer to generate (link hops from a seed). '
                                    'Default: %(default)s')
+        self.add_passthru_arg('--recrawl-at', metavar='TIME', default=None,
+                              help='Re-crawl mode: select fetched URLs due at TIME '
+                                   '(ISO-8601 UTC). Default: off.')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_select, reducer=self.reducer_cap_host)]
 
     def mapper_select(self, _, line):
         """db line -> (host, candidate), for unfetched URLs within the depth limit."""
+        if self.options.recrawl_at:
+            yield from self.mapper_due(line)
+            return
         for db in self.records(line, 'db'):
             if db['status'] != R.DB_UNFETCHED:
                 continue
@@ -51,6 +63,29 @@ class MRGenerate(CrawlJob):
                 continue
             yield urls.host(db['url']), [db['depth'], db['url'], db.get('inlinks') or 0,
                                          db.get('topic_inlinks') or 0]
+
+    def mapper_due(self, line):
+        """db line -> (host, candidate), for fetched URLs due for a re-fetch."""
+        now = _parse_time(self.options.recrawl_at)
+        default_interval = self.conf['recrawl']['interval']
+        for db in self.records(line, 'db'):
+            if db['status'] not in (R.DB_FETCHED, R.DB_REDIRECTED) or not db.get('last_fetch'):
+                continue
+            if db.get('reason') == 'redirect_target':
+                continue     # known only as a redirect's end: its source is re-fetched
+            interval = db.get('fetch_interval') or default_interval
+            if (now - _parse_time(db['last_fetch'])).total_seconds() < interval:
+                self.count(C.RECRAWL_NOT_DUE)
+                continue
+            self.count(C.RECRAWL_DUE)
+            extra = {'prev': {'digest': db.get('digest'),
+                              'fields_checksum': db.get('fields_checksum'),
+                              'status': db['status'], 'last_fetch': db['last_fetch']}}
+            for key in ('etag', 'last_modified'):
+                if db.get(key):
+                    extra[key] = db[key]
+            yield urls.host(db['url']), [db['depth'], db['url'], db.get('inlinks') or 0,
+                                         db.get('topic_inlinks') or 0, extra]
 
     def reducer_cap_host(self, host, candidates):
         """(host, candidates) -> url records, at most filter.max_urls_per_host of them."""
@@ -67,9 +102,17 @@ class MRGenerate(CrawlJob):
                     heapq.heapreplace(best, _Neg(item))
             self.count(C.OVER_HOST_CAP, n - len(best))
             candidates = [neg.item[1] for neg in best]
-        for depth, url, _, _ in candidates:
+        for cand in candidates:
             self.count(C.GENERATED)
-            yield None, {'kind': 'url', 'url': url, 'depth': depth}
+            rec = {'kind': 'url', 'url': cand[1], 'depth': cand[0]}
+            if len(cand) > 4:
+                rec.update(cand[4])
+            yield None, rec
+
+
+def _parse_time(text):
+    """``2026-11-30T08:00:00Z`` -> aware datetime (UTC)."""
+    return datetime.strptime(text, '%Y-%m-%dT%H:%M:%SZ').replace(tzinfo=timezone.utc)
 
 
 class _Neg:

@@ -2,6 +2,7 @@
 
 Reads ``merged`` records (merged/) and writes xml/part-*: one line per page, the page
 URL, a TAB, then the page as a one-line XML document (conf/page.xsd) that parses alone.
+A re-crawl's ``deletion`` records become ``<deletion>`` documents (same schema file).
 A map-only job.
 
 Run alone::
@@ -24,9 +25,14 @@ class MRHtmlToXml(CrawlJob):
 
     def mapper_to_xml(self, _, line):
         """merged line -> (url, one-line XML)."""
-        for page in self.records(line, 'merged'):
-            self.count(C.XML_DOCS)
-            yield xmlpage.clean(page['url']).replace('\t', '%09'), xmlpage.page_xml(page)
+        for page in self.records(line, 'merged', 'deletion'):
+            url = xmlpage.clean(page['url']).replace('\t', '%09')
+            if page['kind'] == 'deletion':    # from a re-crawl: the page is gone
+                self.count(C.XML_DELETIONS)
+                yield url, xmlpage.deletion_xml(page)
+            else:
+                self.count(C.XML_DOCS)
+                yield url, xmlpage.page_xml(page)
 
 
 if __name__ == '__main__':

@@ -43,6 +43,15 @@ class MROptimize(CrawlJob):
             for key in ('fields_checksum', 'refetch_interval'):
                 if rec.get(key) is not None:
                     fetch[key] = rec[key]
+            headers = rec.get('headers') or {}
+            for key, header in (('etag', 'etag'), ('last_modified', 'last-modified')):
+                if headers.get(header):
+                    fetch[key] = headers[header]
+            if rec['status'] == R.FETCH_NOT_MODIFIED:
+                # 304: the stored digest, checksum and validators still hold.
+                for key in ('digest', 'fields_checksum', 'etag', 'last_modified'):
+                    fetch.pop(key, None)
+                fetch['not_modified'] = True
             yield rec['url'], [_FETCH, fetch]
             if redirected and rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED):
                 # The redirect target was fetched too: know it, so no one fetches it again.
@@ -101,6 +110,7 @@ class MROptimize(CrawlJob):
             # A page's own fetch result wins over the redirect-target marker.
             fetches.sort(key=lambda f: f.get('reason') == 'redirect_target')
             self.compare_fields(db, fetches[0])
+            self.adapt_interval(db, fetches[0])
             db.update(fetches[0])
         db['depth'] = min(depths)
         db['inlinks'] = db.get('inlinks', 0) + inlinks
@@ -109,6 +119,37 @@ class MROptimize(CrawlJob):
         self.count(C.status(C.OPTIMIZE, 'db_' + db['status']))
         self.count(C.DB_RECORDS)
         yield None, db
+
+    def adapt_interval(self, db, fetch):
+        """Set the URL's re-fetch interval (seconds) and whether its page changed.
+
+        First fetch: the site's ``refetch_interval`` or ``recrawl.interval``. Each later
+        fetch divides the interval by ``recrawl.factor`` when the page changed (its
+        extracted-fields checksum if both fetches have one, else its content digest) and
+        multiplies it when it did not (a 304 is "did not"), within
+        ``recrawl.min_interval`` .. ``recrawl.max_interval``.
+        """
+        rc = self.conf['recrawl']
+        fetched = fetch['status'] in (R.DB_FETCHED, R.DB_REDIRECTED)
+        if not fetched or fetch.get('reason') == 'redirect_target':
+            return
+        previous = db.get('fetch_interval')
+        if previous is None or db.get('last_fetch') is None:
+            interval = fetch.get('refetch_interval') or rc['interval']
+            fetch['changed'] = None
+        else:
+            if fetch.get('not_modified'):
+                changed = False
+            elif db.get('fields_checksum') and fetch.get('fields_checksum'):
+                changed = db['fields_checksum'] != fetch['fields_checksum']
+            else:
+                changed = db.get('digest') != fetch.get('digest')
+            interval = previous / rc['factor'] if changed else previous * rc['factor']
+            fetch['changed'] = changed
+            self.count(C.PAGES_CHANGED if changed else C.PAGES_UNCHANGED)
+        if fetch['changed'] is not False:
+            fetch['last_changed'] = fetch['last_fetch']
+        fetch['fetch_interval'] = min(max(interval, rc['min_interval']), rc['max_interval'])
 
     def compare_fields(self, db, fetch):
         """Set ``fields_changed`` when a site page is fetched again (checksums differ)."""

@@ -114,9 +114,24 @@ def _validate(conf):
         if conf[section][key] < 0:
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
+    merge = conf['merge']
+    if not 0 <= merge['max_hamming_distance'] <= 63:
+        raise ConfigError('merge.max_hamming_distance must be 0..63, got %r'
+                          % merge['max_hamming_distance'])
+    for key in ('shingle_words', 'max_bucket_pages'):
+        if merge[key] < 1:
+            raise ConfigError('merge.%s must be >= 1, got %r' % (key, merge[key]))
+    for key in ('min_words', 'max_anchors'):
+        if merge[key] < 0:
+            raise ConfigError('merge.%s must be >= 0, got %r' % (key, merge[key]))
     if conf['politeness']['key'] not in ('host', 'ip', 'domain'):
         raise ConfigError('politeness.key must be host, ip or domain, got %r'
                           % conf['politeness']['key'])
+    rc = conf['recrawl']
+    if rc['factor'] < 1 or not 0 < rc['min_interval'] <= rc['max_interval']:
+        raise ConfigError('recrawl: need factor >= 1 and 0 < min_interval <= max_interval, '
+                          'got factor=%r min_interval=%r max_interval=%r' % (
+                              rc['factor'], rc['min_interval'], rc['max_interval']))
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)

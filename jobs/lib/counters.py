@@ -69,18 +69,45 @@ DB_RECORDS = 'db_records_total'
 FIELDS_CHANGED = 'fields_changed_total'      #: refetched site page whose fields checksum changed
 FIELDS_UNCHANGED = 'fields_unchanged_total'  #: refetched site page, same fields checksum
 
+PAGES_CHANGED = 'pages_changed_total'      #: re-fetched page whose content/fields changed
+PAGES_UNCHANGED = 'pages_unchanged_total'  #: re-fetched page that did not change (or 304)
+
 # generate
 GENERATED = 'generated_total'
 BEYOND_DEPTH = 'beyond_depth_total'
+RECRAWL_DUE = 'recrawl_due_total'          #: fetched URLs whose interval has passed
+RECRAWL_NOT_DUE = 'recrawl_not_due_total'  #: fetched URLs not due yet
 OVER_HOST_CAP = 'over_host_cap_total'   #: left unfetched in crawldb by filter.max_urls_per_host
 
 # merge
 MERGED_PAGES = 'merged_pages_total'
 EXACT_DUPLICATES = 'exact_duplicates_total'
 NOT_A_PAGE = 'skipped_not_fetched_total'
+NEAR_DUPLICATES = 'near_duplicates_total'         #: pages folded into a near-duplicate (SimHash)
+CANONICAL_DUPLICATES = 'canonical_duplicates_total'  #: pages folded by their rel=canonical
+CANONICAL_NOT_FETCHED = 'canonical_target_not_fetched_total'  #: rel=canonical to no merged page
+CANONICAL_UNRESOLVED = 'canonical_claim_unresolved_total'  #: claimer itself folded by digest
+NEAR_SKIPPED_SHORT = 'near_skipped_short_total'   #: fewer than merge.min_words words: not banded
+NEAR_CANDIDATES = 'near_candidate_pairs_total'    #: pairs that met in a band bucket
+NEAR_REJECTED = 'near_candidates_rejected_total'  #: candidates farther than max_hamming_distance
+NEAR_BUCKET_OVERFLOW = 'near_bucket_overflow_total'  #: pages past merge.max_bucket_pages in a bucket
+NEAR_UNFOLDED = 'near_chain_unfolded_total'       #: has a better near duplicate, none of which
+#: is a group's canonical page (a chain a~b~c): kept as its own page
+ANCHORS_JOINED = 'anchors_joined_total'           #: in-link anchors attached to merged pages
+ANCHORS_OVER_CAP = 'anchors_over_cap_total'       #: in-link anchors past merge.max_anchors
+ANCHOR_TARGETS_NOT_PAGES = 'anchor_targets_not_pages_total'  #: anchors to URLs with no page
+
+# invertlinks (MRInvertLinks)
+INVERTLINKS = 'invertlinks'
+INLINKS = 'inlinks_total'                         #: links with anchor text inverted
+INLINKS_INTERNAL_SKIPPED = 'inlinks_internal_skipped_total'  #: same host, merge.internal_anchors off
+INLINKS_EMPTY_SKIPPED = 'inlinks_empty_text_skipped_total'   #: links without anchor text
+INLINKS_REDIRECTED = 'inlinks_redirected_total'   #: anchors moved to a redirect's target
+ANCHOR_TARGETS = 'anchor_targets_total'           #: URLs with at least one anchor
 
 # xml
 XML_DOCS = 'xml_documents_total'
+XML_DELETIONS = 'xml_deletions_total'   #: deletion documents (re-crawl: page gone)
 
 
 def status(job, status_name, reason=None):

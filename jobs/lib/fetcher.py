@@ -303,6 +303,13 @@ def fetch_key(rec, conf):
     return politeness_key(url, conf['politeness']['key'])
 
 
+def _carry(rec, doc):
+    """Copy ``prev`` (what a re-crawl knew of the URL before) from an in/ record to its doc."""
+    if rec.get('prev') is not None:
+        doc['prev'] = rec['prev']
+    return doc
+
+
 def now_iso():
     return datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
 
@@ -608,11 +615,12 @@ class HostFetcher:
 
     def _new_doc(self, rec, layer):
         url = rec['url']
-        return {'kind': 'doc', 'url': url, 'depth': rec.get('depth', 0), 'layer': layer,
-                'status': None, 'reason': None, 'http_status': None, 'final_url': url,
-                'redirects': [], 'content_type': None, 'fetch_time': now_iso(),
-                'elapsed': 0.0, 'length': 0, 'truncated': False, 'digest': None,
-                'encoding': None, 'body': None, 'headers': {}, 'attempts': 0}
+        return _carry(rec, {
+            'kind': 'doc', 'url': url, 'depth': rec.get('depth', 0), 'layer': layer,
+            'status': None, 'reason': None, 'http_status': None, 'final_url': url,
+            'redirects': [], 'content_type': None, 'fetch_time': now_iso(),
+            'elapsed': 0.0, 'length': 0, 'truncated': False, 'digest': None,
+            'encoding': None, 'body': None, 'headers': {}, 'attempts': 0})
 
     def _conditional_headers(self, rec):
         headers = {}
@@ -876,9 +884,10 @@ class HostFetcher:
 
     @staticmethod
     def _unfetched(rec, layer, status, reason):
-        return {'kind': 'doc', 'url': rec['url'], 'depth': rec.get('depth', 0),
-                'layer': layer, 'status': status, 'reason': reason, 'http_status': None,
-                'final_url': rec['url'], 'redirects': [], 'content_type': None,
-                'fetch_time': now_iso(), 'elapsed': 0.0, 'length': 0, 'truncated': False,
-                'digest': None, 'encoding': None, 'body': None, 'headers': {},
-                'attempts': 0}
+        return _carry(rec, {
+            'kind': 'doc', 'url': rec['url'], 'depth': rec.get('depth', 0),
+            'layer': layer, 'status': status, 'reason': reason, 'http_status': None,
+            'final_url': rec['url'], 'redirects': [], 'content_type': None,
+            'fetch_time': now_iso(), 'elapsed': 0.0, 'length': 0, 'truncated': False,
+            'digest': None, 'encoding': None, 'body': None, 'headers': {},
+            'attempts': 0})

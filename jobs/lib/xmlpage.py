@@ -77,3 +77,12 @@ def _fields_xml(root, page):
                 _sub(el, 'item', item)
         else:
             _sub(fields, 'field', value, name=name, type=_field_type(value))
+
+
+def deletion_xml(rec):
+    """A ``deletion`` record (a re-crawl found the page gone) as one line of XML."""
+    root = ET.Element('deletion', {'version': SCHEMA_VERSION})
+    _sub(root, 'url', rec['url'])
+    _sub(root, 'fetch', http_status=str(rec.get('http_status') or ''),
+         time=rec.get('fetch_time'))
+    return ET.tostring(root, encoding='unicode', short_empty_elements=True)
