@@ -7,9 +7,12 @@
         fetch     in/L (+ plan/L)           -> doc/L       (MRFetch, CrawlerDriver)
         parse     doc/L                     -> out/L       (MRParse, ParserDriver)
         optimize  crawldb/L-1 + out/L       -> crawldb/L   (MROptimize, OptimizerDriver)
-        generate  crawldb/L                 -> in/L+1      (MRGenerate, OptimizerDriver)
+        pagerank  crawldb/L + out/0..L      -> pagerank/L  (MRPageRank; strategy pagerank,
+                                                                      every K layers)
+        generate  crawldb/L (+ pagerank)    -> in/L+1      (MRGenerate, OptimizerDriver)
         stop when L = depth, when in/L+1 is empty, or when OUT/STOP exists
-    merge   out/*     -> merged/   (MRMerge, MergeDriver)
+    invertlinks out/* -> anchors/  (MRInvertLinks: anchor texts per link target)
+    merge   out/* + anchors/ -> merged/  (MRMerge, MergeDriver)
     xml     merged/   -> xml/      (MRHtmlToXml, HtmlToXmlDriver)
 
 Each step writes to OUT/tmp/<step> and is renamed into place only when it succeeded,
@@ -69,7 +72,7 @@ class Crawl:
     def prepare(self):
         try:
             self.fs.check_writable(self.out)
-            for sub in ('in', 'plan', 'doc', 'out', 'crawldb', 'steps', 'recrawl'):
+            for sub in ('in', 'doc', 'out', 'crawldb', 'steps'):
                 self.fs.mkdirs(self.path(sub))
         except OSError as e:
             raise CrawlError('cannot write the crawl output folder %s: %s' % (
@@ -142,6 +145,7 @@ class Crawl:
         if not self.fs.exists(tmp):
             self.fs.mkdirs(tmp)   # an empty result is still a result
         self.fs.rm(final)
+        self.fs.mkdirs(final.rsplit('/', 1)[0])
         self.fs.rename(tmp, final)
         self.fs.write_text(self.path('state.json'), json.dumps(
             {'last_completed_step': name, 'output': final}))
@@ -158,6 +162,7 @@ class Crawl:
         from jobs.html_to_xml import MRHtmlToXml
         from jobs.merge import MRMerge
         from jobs.optimize import MROptimize
+        from jobs.pagerank import MRPageRank
         from jobs.parse import MRParse
         from jobs.plan_fetch import MRPlanFetch
 
@@ -180,7 +185,17 @@ class Crawl:
                      ('optimize', MROptimize, db_in + [self.path('out', L)],
                       self.path('crawldb', L), layer_arg)]
             if layer < self.depth:
-                todo.append(('generate', MRGenerate, [self.path('crawldb', L)],
+                gen_in = [self.path('crawldb', L)]
+                if self.conf['generate']['strategy'] == 'pagerank':
+                    # Partial PageRank of the graph so far, every pagerank_every layers;
+                    # generate reads the newest one.
+                    if layer % self.conf['generate']['pagerank_every'] == 0:
+                        todo.append(('pagerank', MRPageRank, [self.path('crawldb', L)] + [
+                            self.path('out', _layer(n)) for n in range(layer + 1)],
+                            self.path('pagerank', L), layer_arg))
+                    gen_in.append(self.path('pagerank', _layer(
+                        layer - layer % self.conf['generate']['pagerank_every'])))
+                todo.append(('generate', MRGenerate, gen_in,
                              self.path('in', _layer(layer + 1)),
                              ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
             for kind, job_cls, inputs, final, args in todo:
@@ -208,7 +223,10 @@ class Crawl:
             urls_in = generated
         outs = [self.path('out', _layer(n)) for n in range(len(layers_done))]
         self.progress('merge: %d layer(s)' % len(outs))
-        merge = self.run_step('merge', MRMerge, outs, self.path('merged'))
+        from jobs.invert_links import MRInvertLinks
+        self.run_step('invertlinks', MRInvertLinks, outs, self.path('anchors'))
+        merge = self.run_step('merge', MRMerge, outs + [self.path('anchors')],
+                              self.path('merged'))
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
         return self.finish(layers_done, merge=merge, xml=xml)
 

@@ -1,15 +1,28 @@
 """MRGenerate (OptimizerDriver, second half): pick the next layer from the crawl database.
 
-Reads ``db`` records (crawldb/NNN) and writes a ``url`` record (in/NNN+1) for every URL
-that is unfetched (new, or deferred by an earlier layer) and within ``--max-depth``.
-The others stay in crawldb for later; those past the depth limit are counted.
+Reads ``db`` records (crawldb/NNN), and ``pagerank`` records (pagerank/NNN) when the
+strategy is pagerank, and writes a ``url`` record (in/NNN+1) for the URLs it selects:
+those unfetched (new, or deferred by an earlier layer) and within ``--max-depth``.
 
-The mapper keys the candidates by host and a reducer sees all of one host's candidates,
-so ``filter.max_urls_per_host`` (when not 0) caps the URLs one host gets in one layer:
-the host's best candidates are generated (linked from on-topic pages first, then
-shallower, then more in-links, then by URL), the rest stay ``unfetched`` in crawldb and
-come back in later layers (counter ``over_host_cap_total``). Only the cap's worth of
-records is held in memory per host.
+What comes first is ``generate.strategy``; each gives a candidate a priority:
+
+    bfs          shallower first (1 / (1 + depth)); in-links break ties     (default)
+    backlinks    the number of links seen to it
+    opic         its OPIC cash: every fetched page hands its cash to its out-links in
+                 equal shares (Abiteboul et al.; jobs/optimize.py keeps the accounts)
+    pagerank     its PageRank over the known link graph (MRPageRank, recomputed every
+                 ``generate.pagerank_every`` layers)
+    major_site   the total in-links of its host's candidates: big sites first
+
+With a topic profile, ``generate.topic_weight`` w multiplies a priority by
+(1 + w x share of its in-links that come from on-topic pages).
+
+Caps, as Nutch's generator: the mapper keys candidates by host and a reducer sees all of
+one host's candidates, so ``filter.max_urls_per_host`` (when not 0) keeps the host's best
+ones (counter ``over_host_cap_total``); then, when ``generate.top_n`` is not 0, one
+reducer keeps the best top_n of the layer (``over_top_n_total``). URLs over a cap stay
+``unfetched`` in crawldb and come back in later layers; only a cap's worth of
+candidates is held in memory.
 
 Re-crawl mode (``--recrawl-at TIME``, used by ``mrcrawl recrawl``): instead of unfetched
 URLs, select the fetched ones whose last fetch + ``fetch_interval`` is not after TIME,
@@ -28,11 +41,40 @@ from mrjob.step import MRStep
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R, urls
 
+STRATEGIES = ('bfs', 'backlinks', 'opic', 'pagerank', 'major_site')
 
-def candidate_order(cand):
-    """Sort key of a host's candidates: the first ones are generated under a cap."""
-    depth, url, inlinks, topic_inlinks = cand[:4]
-    return (not topic_inlinks, depth, -inlinks, url)
+# A candidate travels as [depth, url, inlinks, topic_inlinks, score, pagerank, extra]:
+# extra is a dict merged into the url record (re-crawl validators), or None.
+
+
+def priority(cand, strategy, topic_weight=0.0, host_weight=0.0):
+    """Sort key of a candidate: the smallest come first."""
+    depth, url, inlinks, topic_inlinks, score, pagerank = cand[:6]
+    if strategy == 'backlinks':
+        value = float(inlinks)
+    elif strategy == 'opic':
+        value = score or 0.0
+    elif strategy == 'pagerank':
+        value = pagerank or 0.0
+    elif strategy == 'major_site':
+        value = host_weight
+    else:
+        value = 1.0 / (1 + depth)
+    if topic_weight and inlinks:
+        value *= 1 + topic_weight * topic_inlinks / inlinks
+    return (-value, depth, -inlinks, url)
+
+
+def _keep_best(items, cap):
+    """(n seen, the *cap* smallest of (key, value) *items*), holding at most *cap*."""
+    best, n = [], 0
+    for item in items:
+        n += 1
+        if len(best) < cap:
+            heapq.heappush(best, _Neg(item))
+        elif item[0] < best[0].item[0]:
+            heapq.heapreplace(best, _Neg(item))
+    return n, [neg.item for neg in best]
 
 
 class MRGenerate(CrawlJob):
@@ -48,21 +90,29 @@ class MRGenerate(CrawlJob):
                                    '(ISO-8601 UTC). Default: off.')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_select, reducer=self.reducer_cap_host)]
+        steps = [MRStep(mapper=self.mapper_select, reducer=self.reducer_cap_host)]
+        if self.conf['generate']['top_n']:
+            steps.append(MRStep(reducer=self.reducer_top_n,
+                                jobconf={'mapreduce.job.reduces': 1}))
+        return steps
 
     def mapper_select(self, _, line):
-        """db line -> (host, candidate), for unfetched URLs within the depth limit."""
+        """db or pagerank line -> (host, candidate or [pagerank marker])."""
         if self.options.recrawl_at:
             yield from self.mapper_due(line)
             return
-        for db in self.records(line, 'db'):
+        for db in self.records(line, 'db', 'pagerank'):
+            if db['kind'] == 'pagerank':
+                yield urls.host(db['url']), ['pr', db['url'], db['pagerank']]
+                continue
             if db['status'] != R.DB_UNFETCHED:
                 continue
             if db['depth'] > self.options.max_depth:
                 self.count(C.BEYOND_DEPTH)
                 continue
             yield urls.host(db['url']), [db['depth'], db['url'], db.get('inlinks') or 0,
-                                         db.get('topic_inlinks') or 0]
+                                         db.get('topic_inlinks') or 0, db.get('score') or 0.0,
+                                         None, None]
 
     def mapper_due(self, line):
         """db line -> (host, candidate), for fetched URLs due for a re-fetch."""
@@ -85,29 +135,54 @@ class MRGenerate(CrawlJob):
                 if db.get(key):
                     extra[key] = db[key]
             yield urls.host(db['url']), [db['depth'], db['url'], db.get('inlinks') or 0,
-                                         db.get('topic_inlinks') or 0, extra]
+                                         db.get('topic_inlinks') or 0, db.get('score') or 0.0,
+                                         None, extra]
 
-    def reducer_cap_host(self, host, candidates):
-        """(host, candidates) -> url records, at most filter.max_urls_per_host of them."""
+    def reducer_cap_host(self, host, values):
+        """(host, candidates) -> its best candidates under filter.max_urls_per_host.
+
+        Without top_n they are written as url records; with it they go on, keyed by
+        nothing, to the single top-N reducer.
+        """
+        gen = self.conf['generate']
+        strategy = gen['strategy']
+        cands, ranks = [], {}
+        if strategy in ('pagerank', 'major_site'):
+            # These need a look at the whole host first: its PageRank records, its size.
+            for v in values:
+                if v[0] == 'pr':
+                    ranks[v[1]] = v[2]
+                else:
+                    cands.append(v)
+            for c in cands:
+                c[5] = ranks.get(c[1])
+        else:
+            cands = (v for v in values if v[0] != 'pr')
+        host_weight = sum(c[2] for c in cands) if strategy == 'major_site' else 0.0
+        keyed = ((priority(c, strategy, gen['topic_weight'], host_weight), c) for c in cands)
         cap = self.conf['filter'].get('max_urls_per_host', 0)
         if cap:
-            n = 0
-            best = []
-            for cand in candidates:
-                n += 1
-                item = (candidate_order(cand), cand)
-                if len(best) < cap:
-                    heapq.heappush(best, _Neg(item))
-                elif item < best[0].item:
-                    heapq.heapreplace(best, _Neg(item))
-            self.count(C.OVER_HOST_CAP, n - len(best))
-            candidates = [neg.item[1] for neg in best]
-        for cand in candidates:
-            self.count(C.GENERATED)
-            rec = {'kind': 'url', 'url': cand[1], 'depth': cand[0]}
-            if len(cand) > 4:
-                rec.update(cand[4])
-            yield None, rec
+            n, keyed = _keep_best(keyed, cap)
+            self.count(C.OVER_HOST_CAP, n - len(keyed))
+        for key, cand in keyed:
+            if gen['top_n']:
+                yield None, [key, cand]
+            else:
+                yield None, self._url_record(cand)
+
+    def reducer_top_n(self, _, keyed):
+        """All hosts' candidates -> the layer's best generate.top_n."""
+        n, best = _keep_best(((tuple(k), c) for k, c in keyed), self.conf['generate']['top_n'])
+        self.count(C.OVER_TOP_N, n - len(best))
+        for _, cand in best:
+            yield None, self._url_record(cand)
+
+    def _url_record(self, cand):
+        self.count(C.GENERATED)
+        rec = {'kind': 'url', 'url': cand[1], 'depth': cand[0], 'score': cand[4]}
+        if cand[6]:
+            rec.update(cand[6])
+        return rec
 
 
 def _parse_time(text):
@@ -123,7 +198,7 @@ class _Neg:
         self.item = item
 
     def __lt__(self, other):
-        return other.item < self.item
+        return other.item[0] < self.item[0]
 
 
 if __name__ == '__main__':

@@ -43,6 +43,9 @@ class MROptimize(CrawlJob):
             for key in ('fields_checksum', 'refetch_interval'):
                 if rec.get(key) is not None:
                     fetch[key] = rec[key]
+            # The page's OPIC cash (seeds start with 1.0) is spent now: see reducer_join.
+            fetch['spent_cash'] = rec.get('score', 1.0 if rec.get('depth', 0) == 0 else 0.0) \
+                if rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED) else 0.0
             headers = rec.get('headers') or {}
             for key, header in (('etag', 'etag'), ('last_modified', 'last-modified')):
                 if headers.get(header):
@@ -64,29 +67,33 @@ class MROptimize(CrawlJob):
                 # A redirect the fetcher left for the next layer (a hop to another
                 # politeness key): its target becomes known like a link, at the source's
                 # depth, since a redirect is not a link hop.
-                yield rec['final_url'], [_LINK, [rec.get('depth', 0), 1, 0]]
+                yield rec['final_url'], [_LINK, [rec.get('depth', 0), 1, 0, 0.0]]
             # link_depth_step > 1: links of an off-topic page, deprioritised (topic).
             depth = rec.get('depth', 0) + rec.get('link_depth_step', 1)
             on_topic = 1 if rec.get('on_topic') else 0
-            for link in rec.get('links', ()):
-                yield link['url'], [_LINK, [depth, 1, on_topic]]
+            links = rec.get('links', ())
+            # OPIC: a fetched page hands its cash to its out-links in equal shares.
+            share = fetch['spent_cash'] / len(links) if links else 0.0
+            for link in links:
+                yield link['url'], [_LINK, [depth, 1, on_topic, share]]
 
     def combiner_links(self, url, values):
-        """Fold link mentions of one URL into one (min depth, count, on-topic count)."""
-        depth, n, t = None, 0, 0
+        """Fold link mentions of one URL into one (min depth, count, on-topic count, cash)."""
+        depth, n, t, cash = None, 0, 0, 0.0
         for tag, data in values:
             if tag == _LINK:
                 depth = data[0] if depth is None else min(depth, data[0])
                 n += data[1]
-                t += data[2] if len(data) > 2 else 0
+                t += data[2]
+                cash += data[3]
             else:
                 yield url, [tag, data]
         if n:
-            yield url, [_LINK, [depth, n, t]]
+            yield url, [_LINK, [depth, n, t, cash]]
 
     def reducer_join(self, url, values):
         """(url, tagged values) -> the URL's db record, new or updated."""
-        db, fetches, link_depth, inlinks, topic_inlinks = None, [], None, 0, 0
+        db, fetches, link_depth, inlinks, topic_inlinks, cash = None, [], None, 0, 0, 0.0
         for tag, data in values:
             if tag == _DB:
                 db = data
@@ -95,7 +102,8 @@ class MROptimize(CrawlJob):
             else:
                 link_depth = data[0] if link_depth is None else min(link_depth, data[0])
                 inlinks += data[1]
-                topic_inlinks += data[2] if len(data) > 2 else 0
+                topic_inlinks += data[2]
+                cash += data[3]
         if db is None:
             db = {'kind': 'db', 'url': url, 'status': R.DB_UNFETCHED, 'depth': None,
                   'first_seen': now_iso(), 'last_fetch': None, 'http_status': None,
@@ -114,6 +122,13 @@ class MROptimize(CrawlJob):
             db.update(fetches[0])
         db['depth'] = min(depths)
         db['inlinks'] = db.get('inlinks', 0) + inlinks
+        # OPIC accounts: cash spent by this URL's fetch moves to its history; cash handed
+        # to it by pages fetched in this layer is added.
+        spent = db.pop('spent_cash', 0.0)
+        if spent:
+            db['opic_history'] = db.get('opic_history', 0.0) + spent
+            db['score'] = 0.0
+        db['score'] = db.get('score', 0.0) + cash
         if topic_inlinks:
             db['topic_inlinks'] = db.get('topic_inlinks', 0) + topic_inlinks
         self.count(C.status(C.OPTIMIZE, 'db_' + db['status']))

@@ -145,15 +145,17 @@ def _db(url, depth=1, status='unfetched', **kw):
 
 
 def test_generate_caps_urls_per_host_and_leaves_the_rest_unfetched(tmp_path):
-    conf_file = _conf_file(tmp_path, 'filter.max_urls_per_host=2')
+    conf_file = _conf_file(tmp_path, 'filter.max_urls_per_host=2',
+                           'generate.topic_weight=10')
     db = ([_db('http://a.com/%d' % i, depth=1 + i % 2) for i in range(5)] +
           [_db('http://a.com/hot', depth=2, inlinks=9),
-           _db('http://a.com/topic', depth=3, topic_inlinks=1),
+           _db('http://a.com/topic', depth=3, inlinks=1, topic_inlinks=1),
            _db('http://b.com/1'), _db('http://b.com/2'), _db('http://b.com/done',
                                                             status='fetched')])
     out, counters = run_job(MRGenerate, conf_file, db, '--max-depth', '3')
     got = sorted(r['url'] for r in out)
-    # on-topic first, then shallower (depth 1: /0 /2 /4), ties by URL
+    # on-topic first (topic_weight: 1/4 x 11 beats 1/2), then shallower (depth 1: /0 /2
+    # /4), ties by URL
     assert got == ['http://a.com/0', 'http://a.com/topic', 'http://b.com/1', 'http://b.com/2']
     assert counters['generate']['generated_total'] == 4
     assert counters['generate']['over_host_cap_total'] == 5

@@ -127,6 +127,14 @@ def _validate(conf):
     if conf['politeness']['key'] not in ('host', 'ip', 'domain'):
         raise ConfigError('politeness.key must be host, ip or domain, got %r'
                           % conf['politeness']['key'])
+    gen = conf['generate']
+    if gen['strategy'] not in ('bfs', 'backlinks', 'opic', 'pagerank', 'major_site'):
+        raise ConfigError('generate.strategy must be one of bfs, backlinks, opic, pagerank, '
+                          'major_site; got %r' % gen['strategy'])
+    if gen['top_n'] < 0 or gen['pagerank_every'] < 1 or gen['pagerank_iterations'] < 1 \
+            or not 0 < gen['pagerank_damping'] < 1:
+        raise ConfigError('generate: need top_n >= 0, pagerank_every >= 1, '
+                          'pagerank_iterations >= 1, 0 < pagerank_damping < 1')
     rc = conf['recrawl']
     if rc['factor'] < 1 or not 0 < rc['min_interval'] <= rc['max_interval']:
         raise ConfigError('recrawl: need factor >= 1 and 0 < min_interval <= max_interval, '

@@ -55,6 +55,11 @@ ROBOTS_LINKED = 'robots_txt_linked_total'   #: seed pages that linked their robo
 SITEMAP_ERROR = 'sitemap_error_total'       #: a sitemap that could not be read (over a cap, bad XML)
 TEXT_PAGES = 'text_pages_total'             #: text/plain bodies kept as page text
 OTHER_CONTENT = 'other_content_total'       #: kept bodies of a type no handler reads
+MAIN_TEXT_PAGES = 'main_text_total'         #: pages with a main text (trafilatura)
+MAIN_TEXT_EMPTY = 'main_text_empty_total'   #: the extractor found no main content
+MAIN_TEXT_ERROR = 'main_text_error_total'   #: the extractor failed (page kept, no main text)
+MAIN_TEXT_TOO_BIG = 'main_text_too_big_total'  #: body over parse.main_text_max_bytes: skipped
+LANGUAGE_UNKNOWN = 'language_unknown_total'  #: too little text to tell the language
 # Rejected links are counted as link_rejected(reason): nofollow, scheme, duplicate (the
 # same URL twice on one page), over_cap, page_nofollow (all links of a nofollow page),
 # off_topic (all links of an off-topic page, topic.off_topic_links = "drop"), site_rule
@@ -75,6 +80,7 @@ PAGES_UNCHANGED = 'pages_unchanged_total'  #: re-fetched page that did not chang
 # generate
 GENERATED = 'generated_total'
 BEYOND_DEPTH = 'beyond_depth_total'
+OVER_TOP_N = 'over_top_n_total'            #: candidates past generate.top_n: stay unfetched
 RECRAWL_DUE = 'recrawl_due_total'          #: fetched URLs whose interval has passed
 RECRAWL_NOT_DUE = 'recrawl_not_due_total'  #: fetched URLs not due yet
 OVER_HOST_CAP = 'over_host_cap_total'   #: left unfetched in crawldb by filter.max_urls_per_host

@@ -304,9 +304,11 @@ def fetch_key(rec, conf):
 
 
 def _carry(rec, doc):
-    """Copy ``prev`` (what a re-crawl knew of the URL before) from an in/ record to its doc."""
-    if rec.get('prev') is not None:
-        doc['prev'] = rec['prev']
+    """Copy what the generator knew of the URL from its in/ record to its doc: ``prev``
+    (a re-crawl's previous digest and checksum) and ``score`` (its OPIC cash)."""
+    for key in ('prev', 'score'):
+        if rec.get(key) is not None:
+            doc[key] = rec[key]
     return doc
 
 
