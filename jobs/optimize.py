@@ -122,6 +122,11 @@ class MROptimize(CrawlJob):
             db.update(fetches[0])
         db['depth'] = min(depths)
         db['inlinks'] = db.get('inlinks', 0) + inlinks
+        if fetches and fetches[0].get('reason') != 'redirect_target':
+            # retries: failed or deferred tries since the last success
+            ok = db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED, R.DB_GONE, R.DB_DENIED,
+                                  R.DB_FILTERED)
+            db['retries'] = 0 if ok else db.get('retries', 0) + 1
         # OPIC accounts: cash spent by this URL's fetch moves to its history; cash handed
         # to it by pages fetched in this layer is added.
         spent = db.pop('spent_cash', 0.0)

@@ -100,3 +100,13 @@ def test_merge_folds_exact_duplicates_and_redirects(conf_file):
     assert by_url['https://h/copy']['duplicates'] == ['http://h/a', 'http://h/longer-url']
     assert by_url['http://h/t']['duplicates'] == ['http://h/r']
     assert counters['merge']['exact_duplicates_total'] == 2
+
+
+def test_optimize_counts_retries_until_a_success(conf_file):
+    db = [{'kind': 'db', 'url': 'http://h/x', 'status': 'unfetched', 'depth': 1}]
+    for expected, status in ((1, 'network_error'), (2, 'deferred'), (0, 'fetched')):
+        out, _ = run_job(MROptimize, conf_file, db + [page('http://h/x', status=status,
+                                                            depth=1)])
+        assert out[0]['retries'] == expected, status
+        db = out
+    assert db[0]['status'] == 'fetched'

@@ -4,7 +4,9 @@ Every record has ``kind``. Fields may be added, never renamed; readers ignore fi
 they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 
 ``url`` (in/NNN, written by the driver for layer 0 and by MRGenerate after it)
-    url (str, normalised), depth (int, link hops from a seed).
+    url (str, normalised), depth (int, link hops from a seed). Optional: score (OPIC
+    cash, carried to doc/ and out/), and in a re-crawl etag, last_modified and prev
+    ({digest, fields_checksum, status, last_fetch}: what the page was).
 
 ``doc`` (doc/NNN, MRFetch): exactly one per URL of in/NNN
     url, depth, layer (int), status (FETCH_* below), reason (str|null: why, for every
@@ -37,18 +39,40 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     configuration names on the page), parse_error (str), sitemap (str: ``urlset``,
     ``sitemapindex``, ``text`` or ``robots`` when the document was read as a source of
     URLs; such records are noindex and their links add no depth). A link may carry
-    lastmod (str, from a sitemap).
+    lastmod (str, from a sitemap). Indexable HTML pages also carry description
+    (str|null: meta description, else og:description), headings (list of {level: 1..6,
+    text}), main_text (str|null: the main content, boilerplate removed, by trafilatura;
+    null when parse.main_text is off or the body is too big), language (str|null: ISO
+    639-1 code by py3langid from main_text, else text); optional main_text_error (str).
+
+``anchors`` (anchors/, MRInvertLinks): one per URL that links point to
+    url (the link target, a redirect's source replaced by its final URL), anchors (list
+    of {from: linking page URL, text: anchor text}, de-duplicated, sorted, capped).
 
 ``db`` (crawldb/NNN, MROptimize): one per known URL
     url, status (DB_* below), depth, first_seen, last_fetch (str|null), http_status,
     digest, reason, inlinks (int: links seen to it), layer (int|null: the layer that
     fetched it). Optional: topic_inlinks (int: links seen from on-topic pages),
     fields_checksum and refetch_interval (from its page), fields_changed (bool: the
-    fields checksum differs from the previous fetch's).
+    fields checksum differs from the previous fetch's), score (float: OPIC cash
+    waiting), opic_history (float: OPIC cash it has handed on), retries (int: failed
+    or deferred tries since its last success), fetch_interval (float seconds until it
+    is due again), changed (bool|null: the last re-fetch found it changed),
+    last_changed (str), etag and last_modified (validators for conditional requests).
+
+``pagerank`` (pagerank/NNN, MRPageRank): url, pagerank (float).
+
+``deletion`` (recrawl/RRR/changes, MRChanges): url, http_status, fetch_time: a page a
+    re-crawl found gone.
 
 ``merged`` (merged/, MRMerge): one per distinct page
-    the page fields of the canonical URL, plus duplicates (list of str: other URLs with
-    the same content, redirect sources included).
+    the page fields of the canonical URL, plus duplicates (list of str: the other URLs
+    folded into it: same digest, redirect sources, near duplicates, rel=canonical),
+    near_duplicates and canonical_duplicates (list of str: the subsets of duplicates
+    folded by SimHash and by rel=canonical, URLs folded with them included), simhash
+    (str|null: 16 hex digits, the 64-bit SimHash of main_text or text; null for pages
+    under merge.min_words words), anchors (list of {from, text}: in-link anchor text
+    from anchors/ for any of its URLs, at most merge.max_anchors).
 """
 
 # Fetch outcomes, in doc/ and out/ records.
