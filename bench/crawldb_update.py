@@ -22,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from jobs.lib import config  # noqa: E402
+from drivers.crawl import local_runner_args  # noqa: E402
 from jobs.optimize import MROptimize  # noqa: E402
 
 BASE_URLS, BASE_PAGES, LINKS = 20000, 2000, 20
@@ -56,8 +57,9 @@ def run(scale, runner, conf_path):
     where = tempfile.mkdtemp(prefix='mrcrawl-bench-db-')
     try:
         db_dir, out_dir, n_in = write_inputs(where, scale, random.Random(scale))
+        extra = local_runner_args() if runner == 'local' else []
         job = MROptimize(['-r', runner, '--crawl-conf', conf_path, '--output-dir',
-                          os.path.join(where, 'new'), db_dir, out_dir])
+                          os.path.join(where, 'new')] + extra + [db_dir, out_dir])
         t0 = time.monotonic()
         with job.make_runner() as r:
             r.run()

@@ -35,6 +35,20 @@ from jobs.lib.fetcher import now_iso as fetcher_now
 log = logging.getLogger('mrcrawl')
 
 
+def local_runner_args():
+    """mrjob switches for ``-r local``.
+
+    - ``--no-bootstrap-mrjob``: the local runner's tasks run this interpreter, which has
+      mrjob installed; zipping mrjob for every job and importing it from the zip in every
+      task cost ~0.15 s a job and a third of a CPU-bound crawl's time (bench/results:
+      cpu1x 334 s with the zip, 151 s without).
+    - ``--sort-bin`` with ``-S 64M``: the shuffle's sort (GNU sort, on the reducer key
+      alone, stable, as mrjob's default) with a bounded buffer; unbounded, GNU sort took
+      864 MB to sort a 100x crawl database update (bench/crawldb_update.py).
+    """
+    return ['--no-bootstrap-mrjob', '--sort-bin', "sort -t '\t' -k 1,1 -s -S 64M"]
+
+
 class CrawlError(Exception):
     """A failure the user can act on: printed as one line, exit status 2."""
 
@@ -59,11 +73,7 @@ class Crawl:
             from drivers import hadoop
             self.runner_args = hadoop.runner_args() + self.runner_args
         elif runner == 'local':
-            # The local runner's tasks run this interpreter (sys.executable), which has
-            # mrjob installed: zipping mrjob for every job and importing it from the zip
-            # in every task costs ~0.15 s a job and a third of a CPU-bound crawl's time
-            # (bench/results: cpu1x 334 s with the zip, 151 s without).
-            self.runner_args = ['--no-bootstrap-mrjob'] + self.runner_args
+            self.runner_args = local_runner_args() + self.runner_args
         self.fs = fslib.for_path(self.out)
         self.report = Report(self.out, self.fs, conf, depth, runner)
         self._conf_file = None

@@ -99,10 +99,10 @@ PAGES = {
         '/a.html#section', './a.html', '/%7Euser/') +
         '<p><a href="/nofollow.html" rel="nofollow">not followed</a></p>'),
     '/a.html': _page('Page A (depth 1)', _links('/a/1.html', '/', '/near1.html',
-                                                '/near2.html', '/a-print.html')),
+                                                '/near1b.html', '/a-print.html')),
     # Near duplicates (MRMerge's SimHash) and a page folded by its rel=canonical.
     '/near1.html': _near_page('Monday 30 November 2026', 'a81f3c07e2'),
-    '/near2.html': _near_page('Tuesday 1 December 2026', '5b9d02e4aa'),
+    '/near1b.html': _near_page('Tuesday 1 December 2026', '5b9d02e4aa'),
     '/a-print.html': _page('Page A, printable', '<p>Page A in a layout for printing.</p>',
                            head='<link rel="canonical" href="/a.html">'),
     '/a/1.html': _page('Page A1 (depth 2)', _links('2.html', '/a.html')),

@@ -24,7 +24,7 @@ from importlib import metadata
 
 #: Distributions the tasks import (their own dependencies come along through pip).
 TASK_DISTRIBUTIONS = ('requests', 'ada-url', 'protego', 'selectolax', 'charset-normalizer',
-                      'webencodings', 'orjson', 'publicsuffixlist')
+                      'webencodings', 'orjson', 'publicsuffixlist', 'trafilatura', 'py3langid')
 
 JOBS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'jobs')
 

@@ -94,6 +94,8 @@ class Report:
             m = merge['counters'].get(C.MERGE, {})
             report['merge'] = {'pages': m.get(C.MERGED_PAGES, 0),
                                'exact_duplicates': m.get(C.EXACT_DUPLICATES, 0),
+                               'near_duplicates': m.get(C.NEAR_DUPLICATES, 0),
+                               'canonical_duplicates': m.get(C.CANONICAL_DUPLICATES, 0),
                                'seconds': merge['seconds']}
         if xml is not None:
             report['xml'] = {'documents': xml['counters'].get(C.XML, {}).get(C.XML_DOCS, 0),
@@ -118,8 +120,11 @@ class Report:
                 lines.append('layer %03d outcomes by reason: %s' % (row['layer'], ', '.join(
                     '%s=%d' % kv for kv in row['errors_by_reason'].items())))
         if 'merge' in report:
-            lines.append('merged pages: %d (exact duplicates folded: %d)' % (
-                report['merge']['pages'], report['merge']['exact_duplicates']))
+            m = report['merge']
+            lines.append('merged pages: %d (duplicates folded: exact %d, near %d, '
+                         'rel=canonical %d)' % (m['pages'], m['exact_duplicates'],
+                                                m.get('near_duplicates', 0),
+                                                m.get('canonical_duplicates', 0)))
         if 'xml' in report:
             lines.append('xml documents: %d in %s/xml' % (report['xml']['documents'],
                                                          report['out']))

@@ -1,30 +1,70 @@
-"""MRMerge (MergeDriver): all layers' pages, one record per URL, exact duplicates folded.
+"""MRMerge (MergeDriver): all layers' pages, one record per distinct page.
 
 Reads ``page`` records of every layer (out/*; they carry doc/'s fetch metadata and the
-parse results, without the raw body) and writes ``merged`` records (merged/): one per
-distinct HTML page content.
+parse results, without the raw body) and, optionally, ``anchors`` records (anchors/,
+MRInvertLinks: the anchor texts of links to a URL). Writes ``merged`` records
+(merged/): one per distinct HTML page, naming the URLs folded into it.
 
-Step 1 keys pages by final URL (after redirects): a URL fetched more than once keeps
-its latest fetch; the URLs that redirected to it become its aliases.
-Step 2 keys by content digest: pages with the same digest under different URLs are one
-page. The canonical URL is chosen by this order: https before http, then the shorter
-URL, then the earliest fetch, then the URL's text order. The others are listed in
-``duplicates``. Pages marked noindex (meta robots or X-Robots-Tag) are left out.
+Pages fold into one canonical page four ways, in this order of steps:
+
+1. **final URL** (redirects): pages are keyed by their URL after redirects; a URL
+   fetched more than once keeps its latest fetch and the URLs that redirected to it
+   become its duplicates. ``rel=canonical``: a page whose canonical link names another
+   URL sends a claim there; the claim is remembered if that URL is a fetched page.
+2. **exact digest**: pages with the same content digest are one page.
+3. **near duplicates** (``merge.near_duplicates``): each page's 64-bit SimHash over the
+   word shingles of its main text (``main_text``, else ``text``) is cut into
+   ``merge.max_hamming_distance + 1`` bands; ``(band, bits)`` keys the shuffle, so pages
+   within that Hamming distance meet in at least one bucket (jobs.lib.simhash). Every
+   pair that meets is verified on the whole fingerprint; no all-pairs comparison is
+   made, and a bucket is cut at ``merge.max_bucket_pages`` pages.
+4. **groups**: a page is a group's canonical page (a *leader*) when no near duplicate
+   ranks before it and it names no fetched page as its rel=canonical. Every other page
+   folds into its rel=canonical target if that is a leader, else into the best-ranked
+   leader among its near duplicates. A page none of whose better near duplicates is a
+   leader (a chain a~b~c where b is folded into a but c is not near a) stays a page of
+   its own, counted ``near_chain_unfolded_total``: groups are stars, never chains.
+
+**Order** (the first page is the canonical one), Nutch's dedup ``-compareOrder``:
+higher topic relevance (the page score; 0 without a topic profile), then https before
+http, then the shorter URL, then the earliest fetch, then the URL's text order.
+
+In-link anchors of every URL folded into a page are joined to it (``anchors``, at most
+``merge.max_anchors``). Pages marked noindex (meta robots or X-Robots-Tag) are left out.
+Six steps: each after the first is a shuffle of one record per page (steps 3-5 also of
+the band keys and of small notices), never of a set held in memory.
 
 Run alone::
 
-    python -m jobs.merge --crawl-conf crawl/conf.json crawl/out/000 crawl/out/001 -o /tmp/merged
+    python -m jobs.merge --crawl-conf crawl/conf.json crawl/out/000 crawl/out/001 \\
+        crawl/anchors -o /tmp/merged
 """
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, records as R
+from jobs.lib import counters as C, records as R, simhash
+
+#: [merge] settings a resolved configuration written before they existed falls back to.
+MERGE_DEFAULTS = {'near_duplicates': True, 'max_hamming_distance': 3, 'shingle_words': 3,
+                  'min_words': 50, 'max_bucket_pages': 200, 'max_anchors': 100,
+                  'internal_anchors': True}
 
 
 def canonical_order(page):
     """Sort key: the first page in this order is the canonical one of its group."""
     url = page['url']
-    return (not url.startswith('https:'), len(url), page.get('fetch_time') or '', url)
+    return (-(page.get('relevance') or 0), not url.startswith('https:'), len(url),
+            page.get('fetch_time') or '', url)
+
+
+def summary(page):
+    """What the band buckets and notices carry of a page: enough to rank it."""
+    return {'url': page['url'], 'fetch_time': page.get('fetch_time'),
+            'relevance': page.get('relevance'), 'simhash': page.get('simhash')}
+
+
+def _anchor_key(a):
+    return (a.get('from') or '', a.get('text') or '')
 
 
 class MRMerge(CrawlJob):
@@ -32,43 +72,244 @@ class MRMerge(CrawlJob):
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_final_url, reducer=self.reducer_latest),
-                MRStep(reducer=self.reducer_fold_duplicates)]
+                MRStep(reducer=self.reducer_fold_exact),
+                MRStep(mapper=self.mapper_bands, reducer=self.reducer_candidates),
+                MRStep(reducer=self.reducer_leaders),
+                MRStep(reducer=self.reducer_choose_group),
+                MRStep(reducer=self.reducer_collect)]
+
+    @property
+    def settings(self):
+        if not hasattr(self, '_settings'):
+            self._settings = dict(MERGE_DEFAULTS, **self.conf.get('merge', {}))
+        return self._settings
+
+    # -- step 1: one record per final URL -----------------------------------------------
 
     def mapper_by_final_url(self, _, line):
-        """page line -> (final url, page), for fetched HTML pages."""
-        for page in self.records(line, 'page'):
-            if page.get('status') != R.FETCH_FETCHED or page.get('digest') is None:
+        """page line -> (final url, page) and (its rel=canonical, claim);
+        anchors line -> (url, anchors)."""
+        for rec in self.records(line, 'page', 'anchors'):
+            if rec['kind'] == 'anchors':
+                yield rec['url'], {'anchors': rec.get('anchors') or []}
+                continue
+            if rec.get('status') != R.FETCH_FETCHED or rec.get('digest') is None:
                 self.count(C.NOT_A_PAGE)
                 continue
-            if page.get('noindex'):
+            if rec.get('noindex'):
                 self.count('skipped_noindex_total')
                 continue
-            yield page.get('final_url') or page['url'], page
+            final = rec.get('final_url') or rec['url']
+            yield final, {'page': rec}
+            canonical = rec.get('canonical')
+            if canonical and canonical != final:
+                yield canonical, {'claim': final}
 
-    def reducer_latest(self, final_url, pages):
-        """(final url, its fetches) -> (digest, latest fetch with aliases)."""
-        pages = list(pages)
+    def reducer_latest(self, final_url, values):
+        """(final url, its fetches, claims, anchors) -> (digest, latest fetch)."""
+        pages, claims, anchors = [], set(), []
+        for v in values:
+            if 'page' in v:
+                pages.append(v['page'])
+            elif 'claim' in v:
+                claims.add(v['claim'])
+            else:
+                anchors.extend(v['anchors'])
+        if not pages:
+            self.count(C.CANONICAL_NOT_FETCHED, len(claims))
+            if anchors:
+                self.count(C.ANCHOR_TARGETS_NOT_PAGES)
+            return
         pages.sort(key=lambda p: p.get('fetch_time') or '')
         latest = pages[-1]
-        aliases = {p['url'] for p in pages} - {final_url}
+        aliases = {p['url'] for p in pages} - {final_url}   # before latest['url'] changes
         latest['url'] = final_url
         latest['duplicates'] = sorted(aliases)
+        latest['near_duplicates'] = []
+        latest['canonical_duplicates'] = []
+        latest['canonical_claims'] = sorted(claims - {final_url})
+        latest['anchors'] = anchors
+        latest['simhash'] = self.fingerprint(latest)
         yield latest['digest'], latest
 
-    def reducer_fold_duplicates(self, digest, pages):
-        """(digest, pages) -> one merged record naming the others as duplicates."""
+    def fingerprint(self, page):
+        """Hex SimHash of the page's main text, or None when it is not compared."""
+        s = self.settings
+        if not s['near_duplicates']:
+            return None
+        text = page.get('main_text') or page.get('text') or ''
+        if len(simhash.words(text)) < max(1, s['min_words']):
+            self.count(C.NEAR_SKIPPED_SHORT)
+            return None
+        return simhash.to_hex(simhash.simhash(text, s['shingle_words']))
+
+    # -- step 2: exact duplicates -------------------------------------------------------
+
+    def reducer_fold_exact(self, digest, pages):
+        """(digest, pages) -> (url, one page naming the others as duplicates)."""
         pages = sorted(pages, key=canonical_order)
         best = pages[0]
-        dups = set(best['duplicates'])
         for other in pages[1:]:
-            dups.add(other['url'])
-            dups.update(other['duplicates'])
-        dups.discard(best['url'])
+            self.fold(best, other)
         self.count(C.EXACT_DUPLICATES, len(pages) - 1)
-        self.count(C.MERGED_PAGES)
-        best['kind'] = 'merged'
+        folded = {best['url']} | set(best['duplicates'])
+        best['canonical_claims'] = [c for c in best['canonical_claims'] if c not in folded]
+        yield best['url'], best
+
+    @staticmethod
+    def fold(best, other, kind=None):
+        """Add *other* (a page or a folded group's summary) to *best*'s duplicates."""
+        dups = set(best['duplicates']) | {other['url']} | set(other.get('duplicates') or ())
+        dups.discard(best['url'])
         best['duplicates'] = sorted(dups)
-        yield None, best
+        for field in ('near_duplicates', 'canonical_duplicates'):
+            best[field] = sorted(set(best[field]) | set(other.get(field) or ()))
+        if kind is not None:
+            field = kind + '_duplicates'
+            best[field] = sorted(set(best[field]) | {other['url']})
+        best['canonical_claims'] = sorted(
+            set(best.get('canonical_claims') or ()) | set(other.get('canonical_claims') or ()))
+        best['anchors'] = list(best.get('anchors') or ()) + list(other.get('anchors') or ())
+
+    # -- step 3: band buckets -----------------------------------------------------------
+
+    def mapper_bands(self, url, page):
+        """page -> (url, page), (each claimer, canonical target), ((band, bits), summary)."""
+        yield url, {'page': page}
+        mine = summary(page)
+        for claimer in page.get('canonical_claims') or ():
+            yield claimer, {'canonical_target': mine}
+        if page.get('simhash') is not None:
+            value = simhash.from_hex(page['simhash'])
+            for band, bits in simhash.bands(value, self.settings['max_hamming_distance']):
+                yield ['band', band, bits], mine
+
+    def reducer_candidates(self, key, values):
+        """(url, page and notices) -> the same; ((band, bits), summaries) -> verified
+        near-duplicate pairs, each reported by the first band its two pages share."""
+        if not isinstance(key, list):
+            for v in values:
+                yield key, v
+            return
+        band = key[1]
+        k = self.settings['max_hamming_distance']
+        cap = self.settings['max_bucket_pages']
+        bucket = []
+        for v in values:
+            if len(bucket) < cap:
+                bucket.append(v)
+            else:
+                self.count(C.NEAR_BUCKET_OVERFLOW)
+        bucket.sort(key=lambda s: s['url'])   # the same pages compared in any run
+        fps = [simhash.from_hex(s['simhash']) for s in bucket]
+        for i in range(len(bucket)):
+            for j in range(i + 1, len(bucket)):
+                if simhash.first_common_band(fps[i], fps[j], k) != band:
+                    continue
+                self.count(C.NEAR_CANDIDATES)
+                d = simhash.distance(fps[i], fps[j])
+                if d > k:
+                    self.count(C.NEAR_REJECTED)
+                    continue
+                yield bucket[i]['url'], {'near': bucket[j], 'distance': d}
+                yield bucket[j]['url'], {'near': bucket[i], 'distance': d}
+
+    # -- step 4: who leads a group ------------------------------------------------------
+
+    def reducer_leaders(self, url, values):
+        """(url, page + near duplicates + canonical target) -> (url, page and whether it
+        leads), and a leader's notice to each of its near duplicates and claimers."""
+        page, near, target = None, {}, None
+        for v in values:
+            if 'page' in v:
+                page = v['page']
+            elif 'near' in v:
+                near[v['near']['url']] = v['near']
+            else:
+                target = v['canonical_target']
+        if page is None:   # a claimer that was folded by digest into another page
+            self.count(C.CANONICAL_UNRESOLVED)
+            return
+        mine = canonical_order(page)
+        leader = target is None and all(canonical_order(n) > mine for n in near.values())
+        yield url, {'page': page, 'leader': leader,
+                    'target': target['url'] if target else None}
+        if leader:
+            notice = summary(page)
+            for other in near:
+                yield other, {'leader': notice}
+            for claimer in page.get('canonical_claims') or ():
+                yield claimer, {'leader': notice}
+
+    # -- step 5: each page picks its group ----------------------------------------------
+
+    def reducer_choose_group(self, url, values):
+        """(url, page + leaders' notices) -> (url, page) if it leads or stays alone, else
+        (its leader's url, what folds into it)."""
+        me, leaders = None, []
+        for v in values:
+            if 'page' in v:
+                me = v
+            else:
+                leaders.append(v['leader'])
+        if me is None:
+            return        # a notice to a claimer folded by digest (counted in step 4)
+        page = me['page']
+        if me['leader']:
+            yield url, {'page': page}
+            return
+        chosen, kind = None, None
+        for leader in leaders:
+            if leader['url'] == me['target']:
+                chosen, kind = leader, 'canonical'
+        if chosen is None and leaders:
+            chosen, kind = min(leaders, key=canonical_order), 'near'
+        if chosen is None:
+            if me['target'] is None:
+                self.count(C.NEAR_UNFOLDED)
+            yield url, {'page': page}
+            return
+        yield chosen['url'], {'folded': {
+            'url': url, 'kind': kind, 'duplicates': page['duplicates'],
+            'near_duplicates': page['near_duplicates'],
+            'canonical_duplicates': page['canonical_duplicates'],
+            'anchors': page.get('anchors') or []}}
+
+    # -- step 6: the merged record ------------------------------------------------------
+
+    def reducer_collect(self, url, values):
+        """(leader url, its page + the pages folded into it) -> merged record."""
+        page, folded = None, []
+        for v in values:
+            if 'page' in v:
+                page = v['page']
+            else:
+                folded.append(v['folded'])
+        for other in folded:
+            self.fold(page, other, other['kind'])
+            self.count(C.NEAR_DUPLICATES if other['kind'] == 'near'
+                       else C.CANONICAL_DUPLICATES)
+        page.pop('canonical_claims', None)
+        page['anchors'] = self.keep_anchors(page)
+        page['kind'] = 'merged'
+        self.count(C.MERGED_PAGES)
+        yield None, page
+
+    def keep_anchors(self, page):
+        """De-duplicated in-link anchors, from other URLs than the page's own, capped."""
+        own = {page['url']} | set(page['duplicates'])
+        seen, kept = set(), []
+        for a in sorted(page.get('anchors') or (), key=_anchor_key):
+            key = _anchor_key(a)
+            if key in seen or a.get('from') in own:
+                continue
+            seen.add(key)
+            kept.append(a)
+        cap = self.settings['max_anchors']
+        self.count(C.ANCHORS_OVER_CAP, max(0, len(kept) - cap))
+        kept = kept[:cap]
+        self.count(C.ANCHORS_JOINED, len(kept))
+        return kept
 
 
 if __name__ == '__main__':

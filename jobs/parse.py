@@ -4,6 +4,8 @@ Reads ``doc`` records (doc/NNN) and writes exactly one ``page`` record per doc r
 (out/NNN): the doc's fetch metadata without the body, plus title, text, out-links with
 anchor text (resolved against the page and ``<base href>``, normalised, http(s) only,
 filtered by ``[filter]``), the canonical link and the page's robots directives; for
+indexable pages, description, headings, main text (trafilatura, jobs.lib.maintext: it
+runs here because only doc/ has the body) and language (py3langid); for
 pages of a configured site (``conf['sites']``, jobs.lib.sites) the extracted fields
 and their checksum; with a topic profile (``[topic]``), the page's relevance.
 A map-only job: every link dropped is counted by reason (``link_rejected_*``).
@@ -16,7 +18,7 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import (counters as C, encoding, extract, filters, html, records as R,
-                      sitemaps, sites, topic, urls)
+                      maintext, sitemaps, sites, topic, urls)
 
 
 class MRParse(CrawlJob):
@@ -43,7 +45,8 @@ class MRParse(CrawlJob):
         page = dict(doc, kind='page', title=None, text='', links=[], canonical=None,
                     noindex=False, nofollow=False, site=None, fields=None,
                     fields_checksum=None, refetch_interval=None, relevance=None,
-                    on_topic=None, link_depth_step=1)
+                    on_topic=None, link_depth_step=1, description=None, headings=[],
+                    main_text=None, language=None)
         base = doc.get('final_url') or doc['url']
         site = self.sites.match(base)
         if site is not None:
@@ -73,6 +76,9 @@ class MRParse(CrawlJob):
                     nofollow=parsed['nofollow'] or 'nofollow' in x_robots or 'none' in x_robots)
         if page['noindex']:
             self.count(C.PAGES_NOINDEX)
+        else:     # noindex pages never reach xml/: no main text, no language for them
+            page.update(description=parsed['description'], headings=parsed['headings'])
+            self.main_text_and_language(page, body, base)
         follow_links = True
         if self.topic is not None:
             follow_links = self.score_topic(page)
@@ -86,6 +92,25 @@ class MRParse(CrawlJob):
                 and not doc.get('depth')):
             self.link_robots_txt(page, base)
         return page
+
+    def main_text_and_language(self, page, body, base):
+        """main_text (trafilatura, parse.main_text) and language (py3langid)."""
+        limits = self.conf['parse']
+        if limits.get('main_text', True):
+            if len(body) > limits.get('main_text_max_bytes', 1 << 20):
+                self.count(C.MAIN_TEXT_TOO_BIG)
+            else:
+                try:
+                    page['main_text'] = maintext.main_text(body, base)[
+                        :limits['max_text_chars']]
+                except Exception as e:   # an extractor failure costs the main text only
+                    self.count(C.MAIN_TEXT_ERROR)
+                    page['main_text_error'] = type(e).__name__
+                else:
+                    self.count(C.MAIN_TEXT_PAGES if page['main_text'] else C.MAIN_TEXT_EMPTY)
+        page['language'] = maintext.language(page['main_text'] or page['text'])
+        if page['language'] is None:
+            self.count(C.LANGUAGE_UNKNOWN)
 
     def link_robots_txt(self, page, base):
         """A seed page links its host's robots.txt, whose Sitemap: lines are URL sources."""

@@ -60,7 +60,7 @@ def check_whole_output(site, out, report):
         assert ET.fromstring(doc).find('url').text == url
     base = site.url('')
     expected = {'/', '/a.html', '/a/1.html', '/a/2.html', '/c.html', '/~user/',
-                '/latin1.html', '/trap/1/', '/trap/1/2/', '/trap/1/2/3/'}
+                '/latin1.html', '/trap/1/', '/trap/1/2/', '/trap/1/2/3/', '/near1.html'}
     got = {u[len(base):] for u in xml}
     got = {u.replace('%7E', '~') for u in got}
     dup_pair = {'/b.html', '/dup.html'}
@@ -71,6 +71,26 @@ def check_whole_output(site, out, report):
     assert dups == [base + (dup_pair - {kept}).pop()]
     c_dups = [u.text for u in ET.fromstring(xml[base + '/c.html']).find('duplicates')]
     assert c_dups == [base + '/redirect']
+    # The same article with another date and session id: near duplicates (SimHash), the
+    # shorter URL kept; a printable copy folded by its rel=canonical.
+    near = ET.fromstring(xml[base + '/near1.html']).find('duplicates')
+    assert [(u.text, u.get('kind')) for u in near] == [(base + '/near1b.html', 'near')]
+    a_dups = ET.fromstring(xml[base + '/a.html']).find('duplicates')
+    assert [(u.text, u.get('kind')) for u in a_dups] == [(base + '/a-print.html', 'canonical')]
+    # Language, headings, main text without the boilerplate, in-link anchors.
+    article = ET.fromstring(xml[base + '/near1.html'])
+    assert article.find('language').text == 'en'
+    assert [(h.get('level'), h.text) for h in article.find('headings')] == [
+        ('1', 'A long article')]
+    main = article.find('main_text').text
+    assert 'Session' not in main and 'Printed on' not in main and len(main) > 3000
+    assert 'Session' in article.find('text').text
+    anchors = {(a.get('from'), a.text) for a in
+               ET.fromstring(xml[base + '/a.html']).find('anchors')}
+    assert (base + '/', 'link to /a.html') in anchors
+    assert (base + '/a/1.html', 'link to /a.html') in anchors
+    c_anchors = {a.text for a in ET.fromstring(xml[base + '/c.html']).find('anchors')}
+    assert c_anchors == {'link to /redirect'}      # the link went to /redirect
     latin1 = ET.fromstring(xml[base + '/latin1.html'])
     assert latin1.find('title').text == 'Caf\u00e9'
     assert 'Cr\u00e8me br\u00fbl\u00e9e' in latin1.find('text').text
@@ -89,11 +109,23 @@ def check_whole_output(site, out, report):
     assert saved['layers'] == report['layers']
     assert saved['xml']['documents'] == len(xml)
     assert saved['merge']['exact_duplicates'] == 1
+    assert saved['merge']['near_duplicates'] == 1
+    assert saved['merge']['canonical_duplicates'] == 1
 
 
 def test_crawl_inline_runner(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'inline')
     check_whole_output(site, out, report)
+    # The downstream example job reads the crawl's xml/ folder as it is.
+    from tests.test_inverted_index import run_index
+    index, counters = run_index('inline', os.path.join(out, 'xml'))
+    base = site.url('')
+    assert counters['documents_total'] == len(read_xml(os.path.join(out, 'xml')))
+    assert [p['url'] for p in index['orchard']['postings']] == [base + '/near1.html']
+    # c.html is found by "redirect" also through the anchor text of links to /redirect.
+    assert {p['url']: p['tf'] for p in index['redirect']['postings']} == {
+        base + '/c.html': {'title': 1, 'main_text': 1, 'anchors': 1},
+        base + '/': {'main_text': 1}}
 
 
 def test_crawl_local_runner(site, tmp_path):

@@ -11,7 +11,12 @@ from selectolax.lexbor import LexborHTMLParser
 from jobs.lib import urls
 
 _LINK_SELECTOR = ('a[href], area[href], frame[src], iframe[src], link[href], '
-                  'meta[http-equiv], meta[name], base[href]')
+                  'meta[http-equiv], meta[name], meta[property], base[href]')
+_HEADINGS = 'h1, h2, h3, h4, h5, h6'
+#: Headings kept per page, and characters per heading.
+MAX_HEADINGS = 200
+MAX_HEADING_CHARS = 500
+MAX_DESCRIPTION_CHARS = 2000
 _REFRESH_URL_RE = re.compile(r'^\s*\d*(?:\.\d*)?\s*[;,]?\s*(?:url\s*=\s*)?(.*)$', re.I | re.S)
 _NON_TEXT = ['script', 'style', 'noscript', 'template', 'svg', 'head']
 
@@ -27,9 +32,58 @@ def _refresh_target(content):
     return target or None
 
 
+#: Elements nested deeper than this are flattened before parsing (browsers cap the
+#: tree's depth the same way: Chrome at 512).
+MAX_NESTING = 512
+#: Pages with fewer tags than this are never scanned: they cannot nest deep enough
+#: to cost more than about a second.
+_NESTING_SCAN_TAGS = 20000
+#: Tags that open an element which can nest: not void, no implied end tag, not <a>.
+_NESTING_TAG_RE = re.compile(
+    r'<(/?)(?!(?:a|area|base|br|col|embed|hr|img|input|link|meta|source|track|wbr|param|'
+    r'keygen|frame|p|li|dt|dd|option|optgroup|tr|td|th|rb|rt|rp|tbody|thead|tfoot|'
+    r'colgroup|caption)[\s/>])[a-z]', re.I)
+
+
+def limit_nesting(html, max_depth=MAX_NESTING):
+    """*html* with the start tags that would nest deeper than *max_depth* removed.
+
+    Lexbor's tree construction walks the stack of open elements for every block start
+    tag (the HTML5 "p element in button scope" check), so 100 000 nested ``<div>``s
+    take minutes; a 4 MiB page can hold 800 000. The depth here is counted on the raw
+    tags (an upper bound for ordinary pages); pages that stay under it are unchanged.
+    """
+    if html.count('<') <= _NESTING_SCAN_TAGS:
+        return html
+    depth = deepest = 0
+    for slash in _NESTING_TAG_RE.findall(html):
+        if slash:
+            depth = depth - 1 if depth else 0
+        else:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+    if deepest <= max_depth:
+        return html
+    out, pos, depth = [], 0, 0
+    for m in _NESTING_TAG_RE.finditer(html):
+        if m.start() < pos:
+            continue
+        if m.group(1):
+            depth = depth - 1 if depth else 0
+        elif depth < max_depth:
+            depth += 1
+        else:
+            end = html.find('>', m.start())
+            out.append(html[pos:m.start()])
+            pos = len(html) if end == -1 else end + 1
+    out.append(html[pos:])
+    return ''.join(out)
+
+
 def tree(html):
     """The page's HTML5 tree (Lexbor), to share between extraction and :func:`parse`."""
-    return LexborHTMLParser(html)
+    return LexborHTMLParser(limit_nesting(html))
 
 
 def parse(html, base_url, max_text_chars=None, tree=None):
@@ -37,12 +91,14 @@ def parse(html, base_url, max_text_chars=None, tree=None):
 
     title (str|None), text (str), links (list of {url, text, rel, tag}, resolved,
     in document order; ``url`` may be any scheme: filtering is the caller's),
-    canonical (str|None), noindex (bool), nofollow (bool: the page's meta robots).
+    canonical (str|None), noindex (bool), nofollow (bool: the page's meta robots),
+    description (str|None: ``<meta name=description>``, else ``og:description``),
+    headings (list of {level: 1..6, text}, in document order, at most MAX_HEADINGS).
     A *tree* from :func:`tree` is used instead of parsing *html* again; it is changed
     (non-text elements removed), so run other queries on it first.
     """
     if tree is None:
-        tree = LexborHTMLParser(html)
+        tree = LexborHTMLParser(limit_nesting(html))
     # The document's base URL is its first <base href>, wherever it stands.
     base_node = tree.css_first('base[href]')
     base = base_url
@@ -52,6 +108,7 @@ def parse(html, base_url, max_text_chars=None, tree=None):
     links = []        # one pass, in document order
     canonical = None
     robots = ''
+    description = og_description = None
     for node in tree.css(_LINK_SELECTOR):
         tag = node.tag
         attrs = node.attributes
@@ -81,6 +138,11 @@ def parse(html, base_url, max_text_chars=None, tree=None):
             equiv = (attrs.get('http-equiv') or '').lower()
             if name == 'robots':
                 robots += ',' + (attrs.get('content') or '').lower()
+            elif name == 'description' and description is None:
+                description = _clean(attrs.get('content'))[:MAX_DESCRIPTION_CHARS]
+            elif (attrs.get('property') or '').lower() == 'og:description' \
+                    and og_description is None:
+                og_description = _clean(attrs.get('content'))[:MAX_DESCRIPTION_CHARS]
             elif equiv == 'refresh':
                 url = resolve(_refresh_target(attrs.get('content')))
                 if url is not None:
@@ -89,6 +151,13 @@ def parse(html, base_url, max_text_chars=None, tree=None):
         canonical = urls.resolve(base, canonical)
     title_node = tree.css_first('title')
     title = _clean(title_node.text()) if title_node is not None else None
+    headings = []
+    for node in tree.css(_HEADINGS):
+        text = _clean(node.text(deep=True, separator=' '))
+        if text:
+            headings.append({'level': int(node.tag[1]), 'text': text[:MAX_HEADING_CHARS]})
+            if len(headings) >= MAX_HEADINGS:
+                break
     tree.strip_tags(_NON_TEXT)
     root = tree.body or tree.root
     text = _clean(root.text(separator=' ')) if root is not None else ''
@@ -102,6 +171,8 @@ def parse(html, base_url, max_text_chars=None, tree=None):
         'canonical': canonical,
         'noindex': bool(directives & {'noindex', 'none'}),
         'nofollow': bool(directives & {'nofollow', 'none'}),
+        'description': description or og_description or None,
+        'headings': headings,
     }
 
 

@@ -7,7 +7,7 @@ in text become character references so that each document stays on one line.
 import re
 import xml.etree.ElementTree as ET
 
-SCHEMA_VERSION = '1'
+SCHEMA_VERSION = '2'
 _INVALID_XML_RE = re.compile(
     '[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
@@ -38,15 +38,29 @@ def page_xml(page):
     _sub(fetch, 'encoding', page.get('encoding') or '')
     _sub(fetch, 'length', str(page.get('length') or 0))
     _sub(fetch, 'digest', page.get('digest') or '')
+    if page.get('simhash'):
+        _sub(fetch, 'simhash', page['simhash'])
+    _sub(root, 'language', page.get('language') or '')
     _sub(root, 'title', page.get('title') or '')
+    _sub(root, 'description', page.get('description') or '')
+    headings = _sub(root, 'headings')
+    for h in page.get('headings') or ():
+        _sub(headings, 'h', h['text'], level=str(h['level']))
     _sub(root, 'text', page.get('text') or '')
+    _sub(root, 'main_text', page.get('main_text') or '')
     links = _sub(root, 'links')
     for link in page.get('links') or ():
         _sub(links, 'link', link.get('text') or '', href=link['url'],
              rel=link.get('rel') or None)
+    anchors = _sub(root, 'anchors')
+    for a in page.get('anchors') or ():
+        _sub(anchors, 'anchor', a.get('text') or '', **{'from': a['from']})
     dups = _sub(root, 'duplicates')
+    near = set(page.get('near_duplicates') or ())
+    canonical = set(page.get('canonical_duplicates') or ())
     for url in page.get('duplicates') or ():
-        _sub(dups, 'url', url)
+        kind = 'near' if url in near else 'canonical' if url in canonical else None
+        _sub(dups, 'url', url, kind=kind)
     if page.get('fields') is not None:
         _fields_xml(root, page)
     out = ET.tostring(root, encoding='unicode', short_empty_elements=True)

@@ -1,0 +1,89 @@
+"""XML enrichment: main text and language without the network, invertlinks, schema v2."""
+import socket
+
+import pytest
+from lxml import etree
+
+from jobs.invert_links import MRInvertLinks
+from jobs.lib import html, maintext, xmlpage
+from drivers.fixture_site import PAGES
+from tests.conftest import ROOT
+from tests.test_jobs import conf_file, page, run_job  # noqa: F401  (conf_file: fixture)
+
+
+def test_main_text_and_language_never_touch_the_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError('network access attempted')
+    monkeypatch.setattr(socket.socket, 'connect', refuse)
+    monkeypatch.setattr(socket, 'create_connection', refuse)
+    monkeypatch.setattr(socket, 'getaddrinfo', refuse)
+    body = PAGES['/near1.html'].decode()
+    main = maintext.main_text(body, 'http://example.invalid/near1.html')
+    assert 'Session' not in main and 'Printed on' not in main
+    assert main.count('\n') >= 10                  # one line per paragraph
+    assert maintext.language(main) == 'en'
+    assert maintext.language('Le chat dort sur le canap\u00e9 pendant que la pluie '
+                             'tombe sur la ville.') == 'fr'
+    assert maintext.language('too short') is None
+
+
+def test_description_and_headings():
+    parsed = html.parse('<head><meta name="description" content=" Two  words "></head>'
+                        '<h2>Sub <em>title</em></h2><h1>Main</h1><h3></h3>', 'http://h/')
+    assert parsed['description'] == 'Two words'
+    assert parsed['headings'] == [{'level': 2, 'text': 'Sub title'},
+                                  {'level': 1, 'text': 'Main'}]
+
+
+def test_invertlinks_gathers_anchors_per_target_and_follows_redirects(conf_file):
+    pages = [page('http://h/a', links=['http://h/t', 'http://h/old', 'http://other/x']),
+             page('http://h/b', links=['http://h/t']),
+             page('http://h/old', status='redirected', final_url='http://h/new')]
+    for p in pages[:2]:
+        for link in p['links']:
+            link['text'] = 'to ' + link['url'].rsplit('/', 1)[1]
+    pages[1]['links'].append({'url': 'http://h/empty', 'text': '  ', 'rel': ''})
+    out, counters = run_job(MRInvertLinks, conf_file, pages)
+    by_url = {r['url']: r['anchors'] for r in out}
+    assert by_url == {
+        'http://h/t': [{'from': 'http://h/a', 'text': 'to t'},
+                       {'from': 'http://h/b', 'text': 'to t'}],
+        'http://h/new': [{'from': 'http://h/a', 'text': 'to old'}],
+        'http://other/x': [{'from': 'http://h/a', 'text': 'to x'}]}
+    c = counters['invertlinks']
+    assert c['inlinks_total'] == 4 and c['inlinks_empty_text_skipped_total'] == 1
+    assert c['inlinks_redirected_total'] == 1
+
+
+def test_invertlinks_can_drop_internal_anchors(conf_file, tmp_path):
+    import json
+    conf = json.load(open(conf_file))
+    conf['merge']['internal_anchors'] = False
+    path = tmp_path / 'c.json'
+    path.write_text(json.dumps(conf))
+    p = page('http://h/a', links=['http://h/t', 'http://other/x'])
+    for link in p['links']:
+        link['text'] = 'x'
+    out, counters = run_job(MRInvertLinks, str(path), [p])
+    assert [r['url'] for r in out] == ['http://other/x']
+    assert counters['invertlinks']['inlinks_internal_skipped_total'] == 1
+
+
+def test_schema_v2_document_validates():
+    schema = etree.XMLSchema(etree.parse(ROOT + '/conf/page.xsd'))
+    doc = xmlpage.page_xml({
+        'url': 'http://h/p', 'status': 'fetched', 'fetch_time': '2026-11-30T00:00:00Z',
+        'simhash': '00ff00ff00ff00ff', 'language': 'en', 'title': 'T',
+        'description': 'D', 'headings': [{'level': 1, 'text': 'H'}], 'text': 'all',
+        'main_text': 'main\nline', 'links': [{'url': 'http://h/q', 'text': 'q'}],
+        'anchors': [{'from': 'http://h/z', 'text': 'about p'}],
+        'duplicates': ['http://h/n', 'http://h/c', 'http://h/e'],
+        'near_duplicates': ['http://h/n'], 'canonical_duplicates': ['http://h/c']})
+    root = etree.fromstring(doc.encode())
+    schema.assertValid(root)
+    assert root.get('version') == xmlpage.SCHEMA_VERSION == '2'
+    assert '\n' not in doc and root.findtext('main_text') == 'main\nline'
+    assert [u.get('kind') for u in root.find('duplicates')] == ['near', 'canonical', None]
+    with pytest.raises(etree.DocumentInvalid):
+        bad = etree.fromstring(doc.replace('level="1"', 'level="7"').encode())
+        schema.assertValid(bad)

@@ -1,0 +1,162 @@
+"""MRMerge's near duplicates (SimHash banding), rel=canonical folding and anchors;
+jobs.lib.simhash on its own."""
+import random
+
+from jobs.lib import simhash
+from jobs.merge import MRMerge
+from tests.test_jobs import conf_file, page, run_job  # noqa: F401  (conf_file: fixture)
+
+WORDS = ('river harbour orchard winter bread bird forest market school evening light '
+         'visitor spring garden library train cook map letter song game colour').split()
+
+
+def article(seed, n=400):
+    rnd = random.Random(seed)
+    return ' '.join(rnd.choice(WORDS) + str(rnd.randrange(50)) for _ in range(n))
+
+
+def flip_words(text, n, seed=1):
+    """*text* with *n* words replaced (a date, a session id...)."""
+    w = text.split()
+    rnd = random.Random(seed)
+    for i in rnd.sample(range(len(w)), n):
+        w[i] = 'changed%d' % rnd.randrange(10 ** 6)
+    return ' '.join(w)
+
+
+def test_simhash_is_stable_and_close_for_close_texts():
+    a = article(1)
+    assert simhash.simhash(a) == simhash.simhash(a)
+    near = simhash.distance(simhash.simhash(a), simhash.simhash(flip_words(a, 2)))
+    far = simhash.distance(simhash.simhash(a), simhash.simhash(article(2)))
+    assert near <= 3 < 16 <= far, (near, far)
+
+
+def test_bands_cover_the_bits_and_find_every_pair_within_k():
+    for k in (0, 3, 5, 63):
+        bounds = simhash.band_bounds(k)
+        assert len(bounds) == k + 1 and sum(w for _, w in bounds) == 64
+    rnd = random.Random(3)
+    for _ in range(2000):
+        a = rnd.getrandbits(64)
+        b = a
+        for bit in rnd.sample(range(64), rnd.randrange(4)):
+            b ^= 1 << bit
+        assert simhash.distance(a, b) <= 3
+        assert simhash.first_common_band(a, b, 3) is not None   # pigeonhole
+    assert simhash.first_common_band(0, (1 << 64) - 1, 3) is None
+
+
+def text_page(url, text, **kw):
+    return page(url, digest='sha1:' + url, text=text, **kw)
+
+
+def test_near_duplicates_fold_into_one_canonical_by_the_documented_order(conf_file):
+    a = article(10, 1500)
+    texts = {'http://h/long-name-copy': flip_words(a, 1, seed=5),
+             'http://h/story': a,
+             'https://h/story-b': flip_words(a, 1, seed=6)}    # https wins
+    fps = [simhash.simhash(t) for t in texts.values()]
+    assert max(simhash.distance(x, y) for x in fps for y in fps) <= 3
+    pages = [text_page(u, t) for u, t in texts.items()]
+    pages += [text_page('http://h/other', article(11)), text_page('http://h/short', 'few')]
+    out, counters = run_job(MRMerge, conf_file, pages)
+    by_url = {r['url']: r for r in out}
+    assert set(by_url) == {'https://h/story-b', 'http://h/other', 'http://h/short'}
+    best = by_url['https://h/story-b']
+    assert best['duplicates'] == ['http://h/long-name-copy', 'http://h/story']
+    assert best['near_duplicates'] == best['duplicates']
+    assert len(best['simhash']) == 16 and by_url['http://h/short']['simhash'] is None
+    m = counters['merge']
+    assert m['near_duplicates_total'] == 2 and m['merged_pages_total'] == 3
+    assert m['near_skipped_short_total'] == 1
+    assert m['near_candidate_pairs_total'] >= 3
+    assert 'exact_duplicates_total' not in m
+
+
+def test_a_chain_of_near_duplicates_folds_as_a_star(conf_file, tmp_path):
+    """b~m and m~c but b is not near c: m folds into b, c (whose only better near
+    duplicate m is folded) stays a page of its own, counted."""
+    import json
+    conf = json.load(open(conf_file))
+    conf['merge']['max_hamming_distance'] = 4
+    k4 = tmp_path / 'k4.json'
+    k4.write_text(json.dumps(conf))
+    a = article(10)
+    texts = {'https://h/b': flip_words(a, 2, seed=6), 'http://h/m': flip_words(a, 1, seed=5),
+             'http://h/longer-c': a}
+    fp = {u: simhash.simhash(t) for u, t in texts.items()}
+    assert simhash.distance(fp['https://h/b'], fp['http://h/m']) <= 4
+    assert simhash.distance(fp['http://h/m'], fp['http://h/longer-c']) <= 4
+    assert simhash.distance(fp['https://h/b'], fp['http://h/longer-c']) > 4
+    out, counters = run_job(MRMerge, str(k4), [text_page(u, t) for u, t in texts.items()])
+    by_url = {r['url']: r for r in out}
+    assert set(by_url) == {'https://h/b', 'http://h/longer-c'}
+    assert by_url['https://h/b']['duplicates'] == ['http://h/m']
+    assert by_url['http://h/longer-c']['duplicates'] == []
+    assert counters['merge']['near_chain_unfolded_total'] == 1
+
+
+def test_near_duplicates_off_and_relevance_first(conf_file, tmp_path):
+    a = article(20)
+    pages = [text_page('https://h/a', a), text_page('http://h/b', flip_words(a, 1),
+                                                     relevance=3.5)]
+    out, _ = run_job(MRMerge, conf_file, pages)
+    assert [r['url'] for r in out] == ['http://h/b']        # the higher score wins
+    import json
+    conf = json.load(open(conf_file))
+    conf['merge']['near_duplicates'] = False
+    off = tmp_path / 'off.json'
+    off.write_text(json.dumps(conf))
+    out, counters = run_job(MRMerge, str(off), pages)
+    assert sorted(r['url'] for r in out) == ['http://h/b', 'https://h/a']
+    assert 'near_duplicates_total' not in counters['merge']
+
+
+def test_a_full_bucket_is_cut_and_counted(conf_file, tmp_path):
+    import json
+    conf = json.load(open(conf_file))
+    conf['merge']['max_bucket_pages'] = 2
+    capped = tmp_path / 'capped.json'
+    capped.write_text(json.dumps(conf))
+    a = article(30)
+    pages = [text_page('http://h/%d' % i, a + ' tail%d' % i) for i in range(4)]
+    out, counters = run_job(MRMerge, str(capped), pages)
+    m = counters['merge']
+    assert m['near_bucket_overflow_total'] >= 2
+    # No page is lost: every URL is a merged page or one's duplicate.
+    urls = {r['url'] for r in out} | {u for r in out for u in r['duplicates']}
+    assert urls == {'http://h/%d' % i for i in range(4)}
+
+
+def test_rel_canonical_folds_into_the_named_fetched_page(conf_file):
+    pages = [page('http://h/print', canonical='http://h/article', digest='P'),
+             page('http://h/article', digest='A'),
+             page('http://h/lost', canonical='http://h/never-fetched', digest='L'),
+             page('http://h/r', final_url='http://h/moved', canonical='http://h/article',
+                  digest='M')]
+    out, counters = run_job(MRMerge, conf_file, pages)
+    by_url = {r['url']: r for r in out}
+    assert set(by_url) == {'http://h/article', 'http://h/lost'}
+    art = by_url['http://h/article']
+    assert art['duplicates'] == ['http://h/moved', 'http://h/print', 'http://h/r']
+    assert art['canonical_duplicates'] == ['http://h/moved', 'http://h/print']
+    assert counters['merge']['canonical_duplicates_total'] == 2
+    assert counters['merge']['canonical_target_not_fetched_total'] == 1
+
+
+def test_anchors_join_the_page_and_its_duplicates(conf_file):
+    anchors = [{'kind': 'anchors', 'url': 'http://h/t', 'anchors': [
+                   {'from': 'http://h/x', 'text': 'the target'},
+                   {'from': 'http://h/x', 'text': 'the target'}]},
+               {'kind': 'anchors', 'url': 'http://h/copy', 'anchors': [
+                   {'from': 'http://h/y', 'text': 'a copy'}]},
+               {'kind': 'anchors', 'url': 'http://h/nowhere', 'anchors': [
+                   {'from': 'http://h/y', 'text': 'gone'}]}]
+    pages = [page('http://h/t', digest='D'), page('http://h/copy', digest='D')]
+    out, counters = run_job(MRMerge, conf_file, pages + anchors)
+    assert len(out) == 1
+    assert out[0]['anchors'] == [{'from': 'http://h/x', 'text': 'the target'},
+                                 {'from': 'http://h/y', 'text': 'a copy'}]
+    assert counters['merge']['anchors_joined_total'] == 2
+    assert counters['merge']['anchor_targets_not_pages_total'] == 1
