@@ -100,6 +100,20 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         [{k: r[k] for k in keys} for r in local_report['layers']]
     assert hadoop_report['xml']['documents'] == len(hadoop_xml)
     assert 'crawl summary' in summary
-    # The fixture site saw the Hadoop crawl fetch each page once, robots obeyed.
     assert n_local > 0
+
+    # A downstream team's job reads xml/ straight from HDFS (jobs/inverted_index.py
+    # imports nothing from mrcrawl; mrjob ships itself).
+    res = subprocess.run(
+        [sys.executable, '-m', 'jobs.inverted_index', '-r', 'hadoop', '--python-bin',
+         os.environ['MRCRAWL_TASK_PYTHON'], '--hadoop-streaming-jar',
+         os.environ['MRCRAWL_STREAMING_JAR'], '--hadoop-bin', os.environ['MRCRAWL_HADOOP_BIN'],
+         out_uri + '/xml', '--output-dir', out_uri + '/index'],
+        cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    index = hdfs_records(fs, out_uri + '/index')
+    assert index, 'empty inverted index'
+    terms = {rec['term']: rec for rec in index}
+    # "Fixture home" is the title of the seed page: its term points back to it.
+    assert any(p['url'].endswith(':%d/' % site.port) for p in terms['fixture']['postings'])
     fs.rm(out_uri)
