@@ -30,7 +30,7 @@ from drivers import fs as fslib
 from drivers.report import Report
 from drivers.seeds import read_seeds
 from jobs.lib import counters as C, urls
-from jobs.lib.fetcher import now_iso as fetcher_now
+from jobs.lib.records import now_iso
 
 log = logging.getLogger('mrcrawl')
 
@@ -46,7 +46,14 @@ def local_runner_args():
       alone, stable, as mrjob's default) with a bounded buffer; unbounded, GNU sort took
       864 MB to sort a 100x crawl database update (bench/crawldb_update.py).
     """
-    return ['--no-bootstrap-mrjob', '--sort-bin', "sort -t '\t' -k 1,1 -s -S 64M"]
+    return ['--no-bootstrap-mrjob', '--sort-bin', "sort -t '\t' -k 1,1 -s -S 64M"] + \
+        TASK_ENV_ARGS
+
+
+#: Task environment on every runner. setuptools replaces the stdlib's distutils (which
+#: mrjob 0.7.4 imports) with its own copy unless told not to; the copy costs ~0.1 s of
+#: every task's start-up.
+TASK_ENV_ARGS = ['--cmdenv', 'SETUPTOOLS_USE_DISTUTILS=stdlib']
 
 
 class CrawlError(Exception):
@@ -71,7 +78,7 @@ class Crawl:
         self.runner_args = list(runner_args)
         if runner == 'hadoop':
             from drivers import hadoop
-            self.runner_args = hadoop.runner_args() + self.runner_args
+            self.runner_args = hadoop.runner_args() + TASK_ENV_ARGS + self.runner_args
         elif runner == 'local':
             self.runner_args = local_runner_args() + self.runner_args
         self.fs = fslib.for_path(self.out)
@@ -291,7 +298,7 @@ class Crawl:
             except FileNotFoundError as e:
                 raise CrawlError('%s: run `mrcrawl crawl` first' % e)
             rnd = _layer(int(rounds[-1]) + 1 if rounds else 1)
-            info = {'at': at or fetcher_now(), 'crawldb': db_in}
+            info = {'at': at or now_iso(), 'crawldb': db_in}
             self.fs.mkdirs(self.path('recrawl', rnd))
             self.fs.write_text(self.path('recrawl', rnd, 'round.json'), json.dumps(info))
         base = self.path('recrawl', rnd)

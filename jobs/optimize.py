@@ -14,7 +14,7 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R
-from jobs.lib.fetcher import now_iso
+from jobs.lib.records import now_iso  # not from fetcher: importing requests costs 0.2 s a task
 
 _DB, _FETCH, _LINK = 0, 1, 2
 

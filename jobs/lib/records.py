@@ -75,6 +75,14 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     from anchors/ for any of its URLs, at most merge.max_anchors).
 """
 
+from datetime import datetime, timezone
+
+
+def now_iso():
+    """The current UTC time as records write it: ``2026-11-30T08:00:00Z``."""
+    return datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
 # Fetch outcomes, in doc/ and out/ records.
 FETCH_FETCHED = 'fetched'            #: 2xx response; body kept (HTML) or metadata only
 FETCH_NOT_MODIFIED = 'not_modified'  #: 304 to a conditional request
