@@ -14,7 +14,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help venv crawl recrawl demo test test-fast bench-parse hadoop-up hadoop-down clean
+.PHONY: help venv crawl recrawl demo test test-fast bench-parse fuzz hadoop-up hadoop-down clean
 
 help:  ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -45,6 +45,9 @@ test-fast: $(STAMP)  ## Run the tests that need no Hadoop (quick, for developmen
 
 bench-parse: $(STAMP)  ## HTML parse + link extraction speed on the python3-doc manual (target >= 30 MB/s per core)
 	$(BIN)/python bench/parse_speed.py --compare
+
+fuzz: $(STAMP)  ## Fuzz the HTML-to-records path with atheris (FUZZ_SECONDS, default 600)
+	mkdir -p fuzz/corpus && $(BIN)/python fuzz/fuzz_parse.py -max_total_time=$(or $(FUZZ_SECONDS),600) -rss_limit_mb=2048 -max_len=65536 -timeout=20 fuzz/corpus fuzz/seeds
 
 hadoop-up:  ## Assemble (once, with Maven) and start a single-node Hadoop on loopback
 	bash hadoop/up.sh

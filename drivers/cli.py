@@ -111,6 +111,10 @@ def run_crawl(args, seeds, out, extra_sets=()):
     except CrawlError as e:
         print('mrcrawl: %s' % e, file=sys.stderr)
         return EXIT_USAGE
+    except OSError as e:     # the driver's own bookkeeping (a full disk, a lost folder)
+        print('mrcrawl: cannot write the crawl output folder %s: %s' % (
+            out, e.strerror or e), file=sys.stderr)
+        return EXIT_USAGE
     if args.quiet:
         print(crawl.report.format_summary(report))
     return 0
@@ -128,6 +132,10 @@ def run_recrawl(args):
         summary = Crawl(args.out, conf, runner=args.runner, progress=progress).recrawl(args.at)
     except CrawlError as e:
         print('mrcrawl: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        print('mrcrawl: cannot write the crawl output folder %s: %s' % (
+            args.out, e.strerror or e), file=sys.stderr)
         return EXIT_USAGE
     if args.quiet:
         print(json.dumps(summary, sort_keys=True))

@@ -155,8 +155,10 @@ class Crawl:
                 runner.run()
                 counters = runner.counters()
         except Exception as e:
-            raise StepFailed('step %s failed: %s: %s\n  command: %s %s' % (
-                name, type(e).__name__, e, job_cls.__name__, ' '.join(args)))
+            # One line, whatever mrjob's message holds: the step, why, and how to rerun it.
+            raise StepFailed('step %s failed: %s: %s (job %s %s)' % (
+                name, type(e).__name__, ' '.join(str(e).split()), job_cls.__name__,
+                ' '.join(args)))
         merged = {}
         for step_counters in counters:
             for group, names in step_counters.items():

@@ -10,7 +10,9 @@ The driver resolves the configuration once and writes it as JSON next to the cra
 jobs read only that file (``load_resolved``), never ``conf/``.
 """
 import json
+import math
 import os
+import re
 import tomllib
 
 DEFAULTS_PATH = os.path.join(
@@ -38,7 +40,9 @@ def _coerce(default, value, key, source):
         if isinstance(value, bool):
             return value
     elif isinstance(default, float):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # TOML has inf and nan; no setting means them (a nan delay compares as no delay).
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and \
+                math.isfinite(value):
             return float(value)
     elif isinstance(default, int):
         if isinstance(value, int) and not isinstance(value, bool):
@@ -53,7 +57,9 @@ def _coerce(default, value, key, source):
         source, key, type(default).__name__, default, value))
 
 
-def _apply(conf, section, key, value, source):
+def _apply(conf, section, key, value, source, sources=None):
+    if sources is not None:
+        sources['%s.%s' % (section, key)] = source
     if section not in conf:
         raise ConfigError('%s: unknown section [%s] (key %s.%s)' % (
             source, section, section, key))
@@ -79,19 +85,30 @@ def parse_override(text):
 def load(site_path=None, overrides=(), defaults_path=DEFAULTS_PATH):
     """Return the resolved configuration as ``{section: {key: value}}``."""
     conf = _read_toml(defaults_path)
+    sources = {}          # 'section.key' -> the file (or --set) that set it last
     if site_path:
         for section, table in _read_toml(site_path).items():
             if not isinstance(table, dict):
                 raise ConfigError('%s: %s is not a [section]' % (site_path, section))
             for key, value in table.items():
-                _apply(conf, section, key, value, site_path)
+                _apply(conf, section, key, value, site_path, sources)
     for text in overrides:
         section, key, value = parse_override(text)
         if isinstance(conf.get(section, {}).get(key), str) and not isinstance(value, str):
             value = text.partition('=')[2]
-        _apply(conf, section, key, value, '--set')
-    _validate(conf)
+        _apply(conf, section, key, value, '--set', sources)
+    try:
+        _validate(conf)
+    except ConfigError as e:
+        # Range checks name the key; say which file (or --set) gave it its value.
+        m = _KEY_RE.match(str(e))
+        if m and m.group(1) in sources:
+            raise ConfigError('%s: %s' % (sources[m.group(1)], e)) from None
+        raise
     return conf
+
+
+_KEY_RE = re.compile(r'([a-z_]+\.[a-z_]+)\b')
 
 
 def _validate(conf):

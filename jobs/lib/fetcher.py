@@ -339,7 +339,10 @@ def _error_reason(exc):
             return 'tls'
         if isinstance(exc, (ConnectionResetError, urllib3.exceptions.ProtocolError,
                             requests.exceptions.ChunkedEncodingError)):
-            # urllib3 wraps a reset as ProtocolError('Connection aborted.', reset)
+            # urllib3 wraps a reset as ProtocolError('Connection aborted.', reset), and
+            # an address refused on a reused pool's new connection the same way.
+            if any(isinstance(a, Blocked) for a in exc.args):
+                return 'private_address'
             if isinstance(exc, ConnectionResetError) or any(
                     isinstance(a, ConnectionResetError) for a in exc.args):
                 return 'connection_reset'
@@ -704,6 +707,12 @@ class HostFetcher:
             # fetcher: fetching it again under this URL would fetch it twice.
             self._stat('redirect_deduplicated_total')
             return R.FETCH_REDIRECTED, 'duplicate_target'
+        if urls.hostname(target) != urls.hostname(doc['url']):
+            # Another name of this key (politeness.key = domain or ip): its address
+            # passes the policy before its robots.txt is asked for.
+            refusal = self._check_host(target)
+            if refusal is not None:
+                return refusal
         rules = self._rules_for(target)
         if rules is not None and not rules.allowed(target):
             if rules.deny_all:

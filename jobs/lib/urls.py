@@ -133,7 +133,8 @@ class PageResolver:
                 u.username or u.password):
             self.origin = '%s//%s' % (u.protocol, u.host)
             self.path = u.pathname
-            self.query = u.search
+            # ada's search is '' for an empty query too; a base ending in '?' keeps it.
+            self.query = u.search or ('?' if u.href.split('#', 1)[0].endswith('?') else '')
             self.dir = self.path[:self.path.rfind('/') + 1]
 
     def __call__(self, href):
