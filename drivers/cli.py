@@ -181,7 +181,8 @@ def run_db(args):
 
 def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format='%(name)s: %(message)s')
-    logging.getLogger('mrjob').setLevel(logging.ERROR)
+    # mrjob logs a failed task at ERROR before raising; the driver's one line says it all.
+    logging.getLogger('mrjob').setLevel(logging.CRITICAL)
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ['extract']:
         # its own argument parser: mrcrawl extract --help

@@ -1,0 +1,84 @@
+"""A task process killed mid-run: the job fails cleanly and the rerun loses and repeats nothing.
+
+mrjob's local runner does not retry tasks (Hadoop does: see tests/test_hadoop.py's
+cluster, mapreduce.*.maxattempts); what matters here is that a killed attempt leaves
+nothing behind: its step's output only ever lands in place by a rename after success,
+so the rerun redoes the step from scratch.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from drivers.fixture_site import FixtureSite
+from tests.conftest import ROOT, TEST_SETTINGS, read_records
+from tests.test_resume import outcome
+
+
+def crawl_cmd(seeds, out):
+    args = [sys.executable, '-m', 'drivers.cli', 'crawl', '--seeds', str(seeds), '--depth',
+            '2', '--out', str(out), '-r', 'local', '-q']
+    for s in TEST_SETTINGS + ['politeness.delay=0.3', 'fetch.plan=false']:
+        args += ['--set', s]
+    return args
+
+
+def task_pids(script, role):
+    """PIDs of mrjob task processes running *script* as *role* (--mapper/--reducer)."""
+    pids = []
+    for pid in os.listdir('/proc'):
+        if not pid.isdigit():
+            continue
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                argv = f.read().split(b'\0')
+        except OSError:
+            continue
+        if script.encode() in b' '.join(argv) and role.encode() in argv:
+            pids.append(int(pid))
+    return pids
+
+
+def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        ref = tmp_path / 'ref'
+        subprocess.run(crawl_cmd(seeds, ref), cwd=ROOT, check=True, capture_output=True,
+                       timeout=300)
+        reference = outcome(str(ref), site.url(''))
+
+    with FixtureSite() as site:
+        seeds.write_text(site.url('/') + '\n')
+        out = tmp_path / 'killed'
+        proc = subprocess.Popen(crawl_cmd(seeds, out), cwd=ROOT, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        # Layer 1's fetch reducer: ten URLs of one host, 0.3 s apart, so it runs ~3 s.
+        deadline = time.monotonic() + 120
+        killed = None
+        while killed is None:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, 'no fetch reducer of layer 1 seen'
+            if (out / 'steps' / 'fetch-000.json').exists():
+                pids = task_pids('fetch.py', '--reducer')
+                if pids and len(site.requests) > 3:
+                    os.kill(pids[0], signal.SIGKILL)
+                    killed = pids[0]
+            time.sleep(0.02)
+        stdout, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == 2, (stdout, stderr)
+        lines = stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith('mrcrawl: step fetch-001 failed')
+        assert not (out / 'doc' / '001').exists()         # nothing half-written in place
+        assert (out / 'doc' / '000').exists()             # the completed layer is intact
+
+        # The rerun redoes fetch-001 and ends exactly like the uninterrupted crawl.
+        res = subprocess.run(crawl_cmd(seeds, out), cwd=ROOT, capture_output=True,
+                             text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert outcome(str(out), site.url('')) == reference
+        for layer in ('000', '001', '002'):
+            urls_in = [r['url'] for r in read_records(str(out / 'in' / layer))]
+            docs = [d['url'] for d in read_records(str(out / 'doc' / layer))]
+            assert sorted(urls_in) == sorted(docs)          # none lost, none twice
