@@ -6,6 +6,7 @@
     mrcrawl recrawl --out DIR [--at TIME] [-r ...] [--conf FILE] [--set ...]
     mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE
     mrcrawl db stats OUT | mrcrawl db get OUT URL...
+    mrcrawl report OUT [--output FILE] [--png-dir DIR]
 
 Errors the user can act on (missing seeds file, unwritable output folder, bad
 configuration, a failed step) print one line and exit with status 2.
@@ -76,6 +77,10 @@ def build_parser():
     sub.add_parser('extract', add_help=False,
                    help='Show what a site configuration (conf/sites) extracts from one page: '
                         'mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE')
+
+    sub.add_parser('report', add_help=False,
+                   help='Write OUT/report.html (tables and charts): mrcrawl report OUT '
+                        '[--output FILE] [--png-dir DIR]')
 
     db = sub.add_parser('db', help='Look into a crawl database: stats, get.',
                         description='Counts by status, depth and host, or the records '
@@ -188,6 +193,9 @@ def main(argv=None):
         # its own argument parser: mrcrawl extract --help
         from drivers.extract import main_extract
         return main_extract(argv[1:])
+    if argv[:1] == ['report']:
+        from drivers.report_html import main_report
+        return main_report(argv[1:])
     args = build_parser().parse_args(argv)
     if getattr(args, 'depth', 0) < 0:
         print('mrcrawl: --depth must be >= 0', file=sys.stderr)

@@ -14,6 +14,8 @@
     invertlinks out/* -> anchors/  (MRInvertLinks: anchor texts per link target)
     merge   out/* + anchors/ -> merged/  (MRMerge, MergeDriver)
     xml     merged/   -> xml/      (MRHtmlToXml, HtmlToXmlDriver)
+    index   out/* + merged/ -> index/, hosts/  (MRIndexRows, then Parquet: drivers/index.py)
+    finish: report.json, report.html (drivers/report_html.py)
 
 Each step writes to OUT/tmp/<step> and is renamed into place only when it succeeded,
 after its counters were saved in OUT/steps/<step>.json. A step whose output folder
@@ -253,7 +255,10 @@ class Crawl:
         merge = self.run_step('merge', MRMerge, outs + [self.path('anchors')],
                               self.path('merged'))
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
-        return self.finish(layers_done, merge=merge, xml=xml)
+        # Columnar index (Parquet): out/* + merged/ -> index/, hosts/ (drivers/index.py).
+        from drivers.index import build_index
+        index = build_index(self, outs)
+        return self.finish(layers_done, merge=merge, xml=xml, index=index)
 
     def _plan_args(self, L):
         """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
@@ -342,9 +347,14 @@ class Crawl:
         self._conf_file = None
         return summary
 
-    def finish(self, layers, merge=None, xml=None, stopped=False):
-        report = self.report.write(layers, merge, xml, stopped)
+    def finish(self, layers, merge=None, xml=None, stopped=False, index=None):
+        report = self.report.write(layers, merge, xml, stopped, index)
         self.progress(self.report.format_summary(report))
+        try:
+            from drivers.report_html import write_report_html
+            self.progress('html report: %s' % write_report_html(self.out, self.fs))
+        except Exception as e:   # the crawl itself is done and saved; say why, go on
+            log.warning('html report not written: %s: %s', type(e).__name__, e)
         self.fs.rm(self.path('tmp'))
         if self._conf_file:
             os.remove(self._conf_file)

@@ -1,9 +1,11 @@
 """The driver's bookkeeping on the crawl's folders: local paths or hdfs:// URIs.
 
-Jobs read and write these folders through mrjob; the driver only checks, renames and
-writes small files. Local folders use os/shutil; HDFS goes through WebHDFS (the
-``hdfs`` package), never a JVM per call.
+Jobs read and write these folders through mrjob; the driver checks, renames and writes
+small files, and streams a few bigger ones (the Parquet index, drivers/index.py, and
+the HTML report read them in bounded memory). Local folders use os/shutil; HDFS goes
+through WebHDFS (the ``hdfs`` package), never a JVM per call.
 """
+import contextlib
 import os
 import shutil
 import tempfile
@@ -55,6 +57,21 @@ class LocalFS:
 
     def local_path(self, path):
         return path
+
+    def iter_lines(self, path):
+        """The lines of *path* as bytes, streamed."""
+        with open(path, 'rb') as f:
+            yield from f
+
+    @contextlib.contextmanager
+    def open_write_binary(self, path):
+        """A binary file that becomes *path* (a writer may close it early)."""
+        with open(path, 'wb') as f:
+            yield f
+
+    def open_read_binary(self, path):
+        """A seekable binary file over *path* (Parquet readers seek to the footer)."""
+        return open(path, 'rb')
 
 
 def for_path(path):

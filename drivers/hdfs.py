@@ -1,15 +1,19 @@
 """The driver's bookkeeping on HDFS through WebHDFS (the ``hdfs`` package).
 
-Only the driver uses this, for small things: does a folder exist, rename a finished
-step's output into place, write and read report/state files. Each call is one HTTP
-request to the NameNode (and a redirect to a DataNode for file bodies), never a JVM.
+Only the driver uses this: does a folder exist, rename a finished step's output into
+place, write and read report/state files, and stream the Parquet index in and out
+(drivers/index.py, drivers/report_html.py). Each call is one HTTP request to the
+NameNode (and a redirect to a DataNode for file bodies), never a JVM.
 
 The NameNode's HTTP address comes from ``MRCRAWL_WEBHDFS_URL`` (default
 ``http://127.0.0.1:9870``) and the user from ``HADOOP_USER_NAME`` (default: $USER).
 """
+import contextlib
 import getpass
+import io
 import os
 import posixpath
+import tempfile
 import uuid
 from urllib.parse import urlparse
 
@@ -84,3 +88,78 @@ class WebHDFS:
 
     def local_path(self, path):
         return path
+
+    def iter_lines(self, path):
+        """The lines of *path* as bytes, streamed in 1 MiB chunks."""
+        pending = b''
+        try:
+            with self.client.read(self._p(path), chunk_size=1 << 20) as chunks:
+                for chunk in chunks:
+                    lines = (pending + chunk).split(b'\n')
+                    pending = lines.pop()
+                    for line in lines:
+                        yield line + b'\n'
+        except HdfsError as e:
+            raise OSError(str(e))
+        if pending:
+            yield pending
+
+    @contextlib.contextmanager
+    def open_write_binary(self, path):
+        """A local temporary file, uploaded to *path* when the block ends.
+
+        A spooled upload rather than a stream into WebHDFS's chunked PUT: a Parquet
+        writer closes its sink itself, and the upload is then one plain request.
+        """
+        fd, tmp = tempfile.mkstemp(prefix='mrcrawl-upload-')
+        try:
+            with os.fdopen(fd, 'wb') as f:
+                yield f
+            with open(tmp, 'rb') as f:
+                self.client.write(self._p(path), data=f, overwrite=True)
+        finally:
+            os.remove(tmp)
+
+    def open_read_binary(self, path):
+        """A seekable file over *path*: each read is a ranged WebHDFS OPEN (offset,
+        length), so a Parquet reader fetches only the footer and the columns it needs."""
+        p = self._p(path)
+        status = self.client.status(p, strict=False)
+        if status is None:
+            raise OSError('no such file on HDFS: %s' % p)
+        return io.BufferedReader(RangeReader(self.client, p, status['length']),
+                                 buffer_size=1 << 20)
+
+
+class RangeReader(io.RawIOBase):
+    """A read-only, seekable raw file over ranged reads of an ``hdfs`` client."""
+
+    def __init__(self, client, path, size):
+        self.client, self.path, self.size, self.pos = client, path, size, 0
+
+    def readable(self):
+        return True
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, offset, whence=io.SEEK_SET):
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
+        self.pos = max(0, base + offset)
+        return self.pos
+
+    def readinto(self, buf):
+        n = min(len(buf), self.size - self.pos)
+        if n <= 0:
+            return 0
+        try:
+            with self.client.read(self.path, offset=self.pos, length=n) as r:
+                data = r.read()
+        except HdfsError as e:
+            raise OSError(str(e))
+        buf[:len(data)] = data
+        self.pos += len(data)
+        return len(data)

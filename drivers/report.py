@@ -78,7 +78,7 @@ class Report:
             cells.append('%9s' % ('%.1f' % v if isinstance(v, float) else v))
         return ' '.join(cells)
 
-    def write(self, layers, merge, xml, stopped):
+    def write(self, layers, merge, xml, stopped, index=None):
         report = {
             'out': self.out, 'runner': self.runner, 'depth': self.depth,
             'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
@@ -100,6 +100,9 @@ class Report:
         if xml is not None:
             report['xml'] = {'documents': xml['counters'].get(C.XML, {}).get(C.XML_DOCS, 0),
                              'seconds': xml['seconds']}
+        if index is not None:
+            report['index'] = {'rows': index.get('rows', 0), 'hosts': index.get('hosts', 0),
+                               'files': index.get('files', 0), 'seconds': index['seconds']}
         on = sum(row.get('on_topic', 0) for row in layers)
         off = sum(row.get('off_topic', 0) for row in layers)
         if on + off:
@@ -128,6 +131,10 @@ class Report:
         if 'xml' in report:
             lines.append('xml documents: %d in %s/xml' % (report['xml']['documents'],
                                                          report['out']))
+        if 'index' in report:
+            lines.append('index: %d row(s) in %s/index, %d host row(s) in %s/hosts '
+                         '(Parquet, by layer)' % (report['index']['rows'], report['out'],
+                                                  report['index']['hosts'], report['out']))
         if 'topic' in report:
             t = report['topic']
             lines.append('harvest rate: %.1f%% (%d of %d parsed pages on topic)' % (

@@ -99,6 +99,7 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
     assert [{k: r[k] for k in keys} for r in hadoop_report['layers']] == \
         [{k: r[k] for k in keys} for r in local_report['layers']]
     assert hadoop_report['xml']['documents'] == len(hadoop_xml)
+    assert hadoop_report['index']['rows'] == local_report['index']['rows'] > 0
     assert 'crawl summary' in summary
     assert n_local > 0
 
@@ -108,10 +109,10 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         [sys.executable, '-m', 'jobs.inverted_index', '-r', 'hadoop', '--python-bin',
          os.environ['MRCRAWL_TASK_PYTHON'], '--hadoop-streaming-jar',
          os.environ['MRCRAWL_STREAMING_JAR'], '--hadoop-bin', os.environ['MRCRAWL_HADOOP_BIN'],
-         out_uri + '/xml', '--output-dir', out_uri + '/index'],
+         out_uri + '/xml', '--output-dir', out_uri + '/inverted_index'],
         cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
-    index = hdfs_records(fs, out_uri + '/index')
+    index = hdfs_records(fs, out_uri + '/inverted_index')   # OUT/index is the Parquet index
     assert index, 'empty inverted index'
     terms = {rec['term']: rec for rec in index}
     # "Fixture home" is the title of the seed page: its term points back to it.

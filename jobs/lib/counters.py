@@ -111,6 +111,16 @@ INLINKS_EMPTY_SKIPPED = 'inlinks_empty_text_skipped_total'   #: links without an
 INLINKS_REDIRECTED = 'inlinks_redirected_total'   #: anchors moved to a redirect's target
 ANCHOR_TARGETS = 'anchor_targets_total'           #: URLs with at least one anchor
 
+# index (MRIndexRows: the rows of OUT/index/ and OUT/hosts/)
+INDEX = 'index'
+INDEX_ROWS = 'index_rows_total'                   #: one per page record of every layer
+INDEX_HOST_LAYERS = 'index_host_layers_total'     #: (layer, host) totals written
+INDEX_DUPLICATE_ROWS = 'index_duplicate_rows_total'  #: fetched rows with a duplicate_of
+INDEX_DUPLICATE_NOT_A_ROW = 'index_duplicate_not_a_row_total'  #: merged/ names a duplicate
+#: URL with no fetched page record (left out of the index)
+INDEX_DUPLICATE_CONFLICT = 'index_duplicate_conflict_total'  #: URL folded into 2+ pages:
+#: the smallest canonical URL is kept
+
 # xml
 XML_DOCS = 'xml_documents_total'
 XML_DELETIONS = 'xml_deletions_total'   #: deletion documents (re-crawl: page gone)

@@ -73,6 +73,17 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     (str|null: 16 hex digits, the 64-bit SimHash of main_text or text; null for pages
     under merge.min_words words), anchors (list of {from, text}: in-link anchor text
     from anchors/ for any of its URLs, at most merge.max_anchors).
+
+``index_row`` (index_rows/, MRIndexRows; the driver turns them into OUT/index/ Parquet
+    and removes the folder): one per page record of every layer
+    url, host (host[:port]), registered_domain, status, reason, http_status,
+    fetch_time, content_type, length, digest, depth, layer, title, language,
+    final_url, elapsed, attempts (as in the page), duplicate_of (str|null: the merged
+    page's canonical URL when this fetched URL was folded into it).
+
+``host_layer`` (index_rows/ -> OUT/hosts/ Parquet, MRIndexRows): one per (layer, host)
+    layer, host, urls (int), elapsed (float: summed fetch seconds), bytes (int: of
+    fetched bodies), statuses (dict status -> URLs), reasons (dict reason -> URLs).
 """
 
 from datetime import datetime, timezone

@@ -1,0 +1,192 @@
+"""The Parquet index (OUT/index, OUT/hosts) and the HTML report (OUT/report.html)."""
+import collections
+import json
+import os
+import re
+import shutil
+
+import orjson
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+import pytest
+
+from drivers import fs as fslib
+from drivers.crawl import Crawl
+from drivers.fixture_site import FixtureSite
+from drivers.index import INDEX_SCHEMA, rows_to_parquet
+from drivers.report_html import collect, main_report
+from jobs.lib import records as R
+from tests.conftest import read_records, test_conf
+
+DELAY = 0.2     # conftest.TEST_SETTINGS
+
+
+@pytest.fixture(scope='module')
+def crawled(tmp_path_factory):
+    """The fixture site crawled to depth 1 with the inline runner: (site base URL, OUT)."""
+    tmp = tmp_path_factory.mktemp('indexcrawl')
+    with FixtureSite() as site:
+        seeds = tmp / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        out = str(tmp / 'crawl')
+        Crawl(out, test_conf(), runner='inline', depth=1,
+              progress=lambda m: None).run(str(seeds))
+        yield site.url(''), out
+
+
+def index_table(out):
+    return ds.dataset(os.path.join(out, 'index'), format='parquet',
+                      partitioning='hive').to_table()
+
+
+def test_index_has_one_row_per_url_and_layer_with_duplicates_joined(crawled):
+    base, out = crawled
+    table = index_table(out)
+    assert table.schema.remove(table.schema.get_field_index('layer')) == INDEX_SCHEMA
+    rows = table.to_pylist()
+    # Every doc record of every layer, exactly once.
+    docs = [(d['url'], d['layer'], d['status'])
+            for layer in ('000', '001') for d in read_records(os.path.join(out, 'doc', layer))]
+    assert sorted((r['url'], r['layer'], r['status']) for r in rows) == sorted(docs)
+    # Counts by status match the per-layer summary.
+    report = json.load(open(os.path.join(out, 'report.json')))
+    by_status = collections.Counter((r['layer'], r['status']) for r in rows)
+    for row in report['layers']:
+        for status in R.FETCH_STATUSES:
+            assert by_status[(row['layer'], status)] == row[status], status
+    assert report['index']['rows'] == len(rows)
+    by_url = {r['url'][len(base):]: r for r in rows}
+    # /b.html and /dup.html: same content; one is folded into the other.
+    pair = {by_url['/b.html']['duplicate_of'], by_url['/dup.html']['duplicate_of']}
+    assert pair in ({None, base + '/b.html'}, {None, base + '/dup.html'})
+    assert by_url['/redirect']['duplicate_of'] == base + '/c.html'
+    assert by_url['/missing']['status'] == R.FETCH_HTTP_ERROR
+    assert by_url['/missing']['http_status'] == 404 and by_url['/missing']['duplicate_of'] is None
+    home = by_url['/']
+    assert home['title'] == 'Fixture home' and home['language'] == 'en'
+    assert home['registered_domain'] == '127.0.0.1' and home['host'] == base[len('http://'):]
+    assert home['fetch_time'].tzinfo is not None and home['depth'] == 0
+    assert home['digest'].startswith('sha1:') and home['length'] > 0
+    assert all(r['warc_filename'] is None and r['warc_record_offset'] is None
+               and r['warc_record_length'] is None for r in rows)
+    # The intermediate JSON rows are gone; the per-host totals add up.
+    assert not os.path.exists(os.path.join(out, 'index_rows'))
+    hosts = ds.dataset(os.path.join(out, 'hosts'), format='parquet',
+                       partitioning='hive').to_table().to_pylist()
+    assert sorted((h['layer'], h['urls']) for h in hosts) == [(0, 1), (1, 10)]
+
+
+def test_index_is_queryable_with_duckdb(crawled):
+    duckdb = pytest.importorskip('duckdb')
+    _, out = crawled
+    glob = os.path.join(out, 'index', '*', '*.parquet')
+    got = duckdb.sql("SELECT layer, status, count(*) FROM read_parquet('%s', "
+                     "hive_partitioning = true, hive_types = {'layer': INTEGER}) "
+                     "GROUP BY ALL ORDER BY ALL" % glob).fetchall()
+    assert (1, R.FETCH_ROBOTS_DENIED, 1) in got and (0, R.FETCH_FETCHED, 1) in got
+
+
+def test_report_html_is_written_with_charts_and_bounds(crawled):
+    base, out = crawled
+    page = open(os.path.join(out, 'report.html'), encoding='utf-8').read()
+    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', page)) >= 5
+    for section in ('Per layer', 'Slowest hosts', 'Error classes', 'robots.txt denials'):
+        assert section in page
+    assert base + '/missing' in page and base + '/private/secret.html' in page
+    data = collect(out, fslib.LocalFS())
+    assert [r['largest_host_urls'] for r in data['rows']] == [1, 10]
+    assert [r['bound_seconds'] for r in data['rows']] == pytest.approx([DELAY, 10 * DELAY])
+    assert data['rows'][1]['duplicate_rate'] == pytest.approx(2 / 8)   # dup + redirect
+    assert data['rows'][1]['fetch_seconds'] >= data['rows'][1]['bound_seconds'] * 0.95
+    assert {k for k, _ in data['errors']} == {(R.FETCH_HTTP_ERROR, 'http_404')}
+    assert [v['examples'] for _, v in data['robots']] == [[base + '/private/secret.html']]
+
+
+def test_report_survives_missing_files_and_an_empty_layer(crawled, tmp_path, capsys):
+    _, src = crawled
+    out = str(tmp_path / 'crawl')
+    shutil.copytree(src, out)
+    for path in ('index', 'hosts', 'report.json', 'steps/optimize-001.json'):
+        fslib.LocalFS().rm(os.path.join(out, path))
+    # A layer that fetched nothing: its step files hold no counters.
+    for step in ('fetch-002', 'optimize-002'):
+        with open(os.path.join(out, 'steps', step + '.json'), 'w') as f:
+            json.dump({'counters': {}, 'seconds': 0.0}, f)
+    target = str(tmp_path / 'r.html')
+    assert main_report([out, '--output', target, '--png-dir', str(tmp_path / 'png')]) == 0
+    page = open(target, encoding='utf-8').read()
+    assert 'no index/' in page and '<td>002</td>' in page
+    assert os.path.exists(tmp_path / 'png' / 'status.png')
+    assert main_report([str(tmp_path / 'nothing-here')]) == 2
+    assert 'no crawl output folder' in capsys.readouterr().err
+
+
+def test_report_of_an_empty_folder(tmp_path):
+    (tmp_path / 'c').mkdir()
+    assert main_report([str(tmp_path / 'c')]) == 0
+    assert 'No layer has finished yet' in (tmp_path / 'c' / 'report.html').read_text()
+
+
+def test_rows_to_parquet_buffers_a_bounded_number_of_rows(tmp_path):
+    rows_dir = tmp_path / 'rows'
+    rows_dir.mkdir()
+    recs = [{'kind': 'index_row', 'url': 'http://h%d.example/' % i, 'layer': i % 3,
+             'status': 'fetched', 'fetch_time': '2026-11-30T08:00:00Z', 'depth': i % 3,
+             'length': i, 'http_status': '200'} for i in range(25)]
+    recs.append({'kind': 'host_layer', 'layer': 0, 'host': 'h0.example', 'urls': 9,
+                 'elapsed': 1.5, 'bytes': 10, 'statuses': {'fetched': 8, 'deferred': 1},
+                 'reasons': {'time_budget': 1}})
+    lines = [orjson.dumps(r) for r in recs] + [b'not json', b'{"kind": "other"}']
+    (rows_dir / 'part-00000').write_bytes(b'\n'.join(lines) + b'\n')
+    counts = rows_to_parquet(fslib.LocalFS(), str(rows_dir), str(tmp_path / 'index'),
+                             str(tmp_path / 'hosts'), max_buffered=4)
+    assert counts['rows'] == 25 and counts['hosts'] == 1 and counts['bad_lines'] == 2
+    assert counts['row_groups'] >= 25 // 4
+    f = pq.ParquetFile(str(tmp_path / 'index' / 'layer=001' / 'part-00000.parquet'))
+    assert f.metadata.num_row_groups > 1 and f.metadata.num_rows == 8
+    t = index_table(str(tmp_path)).to_pylist()
+    assert sorted(r['length'] for r in t) == list(range(25))
+    assert {r['http_status'] for r in t} == {200}
+    hosts = pq.read_table(str(tmp_path / 'hosts' / 'layer=000' / 'part-00000.parquet'))
+    assert hosts.to_pylist()[0]['reasons'] == [('time_budget', 1)]
+    assert hosts.to_pylist()[0]['deferred'] == 1
+
+
+class FakeHdfsClient:
+    """The few ``hdfs.InsecureClient`` calls drivers/hdfs.py streams through."""
+
+    def __init__(self, files):
+        self.files = files
+
+    def status(self, path, strict=True):
+        return {'length': len(self.files[path])} if path in self.files else None
+
+    def read(self, path, offset=0, length=None, chunk_size=0):
+        import contextlib
+        import io
+        data = self.files[path][offset:None if length is None else offset + length]
+
+        @contextlib.contextmanager
+        def cm():
+            if chunk_size:
+                yield (data[i:i + chunk_size] for i in range(0, len(data), chunk_size))
+            else:
+                yield io.BytesIO(data)
+        return cm()
+
+    def write(self, path, data=None, overwrite=False):
+        self.files[path] = data.read()
+
+
+def test_webhdfs_streams_lines_and_parquet_through_ranged_reads(tmp_path):
+    from drivers.hdfs import WebHDFS
+    fs = WebHDFS.__new__(WebHDFS)
+    fs.client = FakeHdfsClient({'/rows': b'a\nbb\n' * 400_000 + b'tail'})
+    lines = list(fs.iter_lines('hdfs:///rows'))
+    assert len(lines) == 800_001 and lines[:2] == [b'a\n', b'bb\n'] and lines[-1] == b'tail'
+    import pyarrow as pa
+    with fs.open_write_binary('/t.parquet') as f:
+        pq.write_table(pa.table({'x': list(range(1000))}), f, row_group_size=100)
+    with fs.open_read_binary('/t.parquet') as f:
+        got = pq.ParquetFile(f).read(columns=['x'])
+    assert got.column('x').to_pylist() == list(range(1000))
