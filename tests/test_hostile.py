@@ -2,7 +2,6 @@
 every fault ends in a status within its time and memory bounds and no URL is lost;
 private addresses and other schemes are refused and counted; no XML entity is
 resolved; configuration files are data; a full disk mid-crawl is one clear error."""
-import ipaddress
 import json
 import os
 import socket
