@@ -44,6 +44,8 @@ POINTS = {
     'cpu1x': dict(hosts=100, pages=200, depth=5, delay=0.0),
     'cpu4x': dict(hosts=200, pages=400, depth=5, delay=0.0),
     'cpu10x': dict(hosts=400, pages=500, depth=5, delay=0.0),
+    # issue 8's soak run: >= 100,000 pages over >= 200 hosts (run with --crawlers mrcrawl)
+    'soak': dict(hosts=200, pages=520, depth=5, delay=0.0),
 }
 PORT = 18631
 MRCRAWL = os.path.join(ROOT, '.venv', 'bin', 'mrcrawl')
