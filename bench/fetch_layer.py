@@ -23,6 +23,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from drivers.crawl import local_runner_args  # noqa: E402
 from drivers.fixture_site import FixtureSite  # noqa: E402
 from jobs.lib import config  # noqa: E402
 
@@ -80,7 +81,7 @@ def run_mrcrawl(urls, delay, work, runner_args):
         f.writelines(json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in urls)
     out = os.path.join(work, 'doc-%d' % time.monotonic_ns())
     job = MRFetch(['-r', 'local', '--crawl-conf', conf_path, '--output-dir', out]
-                  + runner_args + [in_path])
+                  + local_runner_args() + runner_args + [in_path])
     start = time.monotonic()
     with job.make_runner() as runner:
         runner.run()
