@@ -161,12 +161,7 @@ class Crawl:
             raise StepFailed('step %s failed: %s: %s (job %s %s)' % (
                 name, type(e).__name__, ' '.join(str(e).split()), job_cls.__name__,
                 ' '.join(args)))
-        merged = {}
-        for step_counters in counters:
-            for group, names in step_counters.items():
-                merged.setdefault(group, {})
-                for k, v in names.items():
-                    merged[group][k] = merged[group].get(k, 0) + v
+        merged = C.merge_steps(counters)
         step = {'counters': merged, 'seconds': round(time.monotonic() - start, 3)}
         self.report.save_step(name, step)
         if not self.fs.exists(tmp):

@@ -192,6 +192,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_HEAD = do_GET
 
+    def _trickle(self, data, every):
+        """Send *data* one byte every *every* seconds, until done or the site stops."""
+        try:
+            for byte in data:
+                if self.server.site.stopping.is_set():
+                    break
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(every)
+        except OSError:
+            pass
+        self.close_connection = True
+
     # -- fault endpoints ------------------------------------------------------------
 
     def _hit(self, q):
@@ -242,32 +255,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header('Content-Type', 'text/html')
             self.send_header('Content-Length', str(n))
             self.end_headers()
-            try:
-                for _ in range(n):
-                    if self.server.site.stopping.is_set():
-                        break
-                    self.wfile.write(b'a')
-                    self.wfile.flush()
-                    time.sleep(every)
-            except OSError:
-                pass
-            self.close_connection = True
-            return
+            return self._trickle(b'a' * n, every)
         if name == 'trickle-headers':
             every = arg('every', 0.1)
             head = (b'HTTP/1.1 200 OK\r\n' + b''.join(
                 b'X-Slow-%d: %s\r\n' % (i, b'x' * 20) for i in range(200)))
-            try:
-                for b in head:
-                    if self.server.site.stopping.is_set():
-                        break
-                    self.wfile.write(bytes([b]))
-                    self.wfile.flush()
-                    time.sleep(every)
-            except OSError:
-                pass
-            self.close_connection = True
-            return
+            return self._trickle(head, every)
         if name == 'drop':
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)

@@ -9,7 +9,7 @@ from drivers.fixture_site import FixtureSite
 from jobs.fetch import MRFetch
 from jobs.optimize import MROptimize
 from jobs.plan_fetch import MRPlanFetch
-from jobs.lib import records as R
+from jobs.lib import counters as C, records as R
 from tests.conftest import test_conf
 
 DELAY = 0.2
@@ -24,11 +24,7 @@ def run(job_cls, tmp_path, records, *settings, args=()):
     with job.make_runner() as runner:
         runner.run()
         out = [v for _, v in job.parse_output(runner.cat_output())]
-        counters = {}
-        for step in runner.counters():
-            for group, names in step.items():
-                for k, n in names.items():
-                    counters.setdefault(group, {})[k] = counters.get(group, {}).get(k, 0) + n
+        counters = C.merge_steps(runner.counters())
     return out, counters
 
 

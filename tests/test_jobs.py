@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from jobs.lib import counters as C
 from jobs.merge import MRMerge
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
@@ -25,12 +26,7 @@ def run_job(job_cls, conf_file, records, *args, raw_lines=()):
     with job.make_runner() as runner:
         runner.run()
         out = [value for _, value in job.parse_output(runner.cat_output())]
-        merged = {}
-        for step in runner.counters():
-            for group, names in step.items():
-                for name, n in names.items():
-                    merged.setdefault(group, {})[name] = merged.get(group, {}).get(name, 0) + n
-        return out, merged
+        return out, C.merge_steps(runner.counters())
 
 
 def page(url, links=(), status='fetched', depth=0, **kw):

@@ -126,6 +126,17 @@ XML_DOCS = 'xml_documents_total'
 XML_DELETIONS = 'xml_deletions_total'   #: deletion documents (re-crawl: page gone)
 
 
+def merge_steps(step_counters):
+    """mrjob's per-step counters (``runner.counters()``) summed into one ``{group: {name: n}}``."""
+    merged = {}
+    for step in step_counters:
+        for group, names in step.items():
+            into = merged.setdefault(group, {})
+            for name, n in names.items():
+                into[name] = into.get(name, 0) + n
+    return merged
+
+
 def status(job, status_name, reason=None):
     """``status('fetch', 'network_error', 'timeout')`` -> ``fetch_network_error_timeout_total``."""
     parts = [job, status_name] + ([reason] if reason else [])

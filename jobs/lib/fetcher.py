@@ -312,8 +312,7 @@ def _carry(rec, doc):
     return doc
 
 
-def now_iso():
-    return datetime.now(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
+now_iso = R.now_iso   # the records' time format, defined once in jobs.lib.records
 
 
 def digest(body):
