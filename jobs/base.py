@@ -69,6 +69,13 @@ class CrawlJob(MRJob):
                 else config.load()
         return self._conf
 
+    def _runner_class(self):
+        """``-r local`` runs jobs.lib.runner.LocalRunner (no in-memory sort fallback)."""
+        if self.options.runner == 'local':
+            from jobs.lib.runner import LocalRunner
+            return LocalRunner
+        return super()._runner_class()
+
     def count(self, name, amount=1):
         if amount:
             self.increment_counter(self.COUNTER_GROUP, name, amount)

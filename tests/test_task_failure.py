@@ -82,3 +82,40 @@ def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
             urls_in = [r['url'] for r in read_records(str(out / 'in' / layer))]
             docs = [d['url'] for d in read_records(str(out / 'doc' / layer))]
             assert sorted(urls_in) == sorted(docs)          # none lost, none twice
+
+
+def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path):
+    """mrjob's local runner falls back to sorting a reducer's whole input in the driver's
+    memory when ``sort`` fails (a full disk did that to a soak crawl: 4.2 GB driver);
+    mrcrawl's local runner fails the job with the sort's reason instead."""
+    import json as _json
+
+    import pytest
+
+    from drivers.crawl import local_runner_args
+    from jobs.invert_links import MRInvertLinks
+    from jobs.lib.runner import LocalRunner, SortFailed
+
+    src = tmp_path / 'out'
+    src.mkdir()
+    page = {'kind': 'page', 'url': 'http://a.test/', 'final_url': 'http://a.test/',
+            'status': 'fetched', 'links': [{'url': 'http://b.test/', 'text': 'b', 'rel': ''}]}
+    (src / 'part-00000').write_text(_json.dumps(page) + '\n')
+
+    def run(sort_bin, out):
+        args = ['-r', 'local'] + local_runner_args() + ['--sort-bin', sort_bin, str(src),
+                                                        '--output-dir', str(out)]
+        job = MRInvertLinks(args=args)
+        with job.make_runner() as runner:
+            assert isinstance(runner, LocalRunner)
+            runner.run()
+            return [_json.loads(line) for line in b''.join(runner.cat_output()).splitlines()]
+
+    # A sort that fails (as GNU sort does when its temporary files fill the disk).
+    with pytest.raises(SortFailed, match='exit 2'):
+        run("sh -c 'echo sort: write failed: No space left on device >&2; exit 2' --",
+            tmp_path / 'bad')
+    # The same job with a working sort: the anchor lands on the target.
+    recs = run("sort -t '\t' -k 1,1 -s -S 16M", tmp_path / 'good')
+    assert [(r['url'], [a['text'] for a in r['anchors']]) for r in recs] == \
+        [('http://b.test/', ['b'])]
