@@ -38,7 +38,8 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     (str), resources (list of {name, url, max_bytes}: secondary resources the site
     configuration names on the page), resource_of and resource_name (str: on the record
     of a fetched secondary resource, its parent page's URL after redirects and the
-    resource's name; such records carry no text and are never merged pages), parse_error (str), sitemap (str: ``urlset``,
+    resource's name; such records carry no text and are never merged pages),
+    parse_error (str), sitemap (str: ``urlset``,
     ``sitemapindex``, ``text`` or ``robots`` when the document was read as a source of
     URLs; such records are noindex and their links add no depth). A link may carry
     lastmod (str, from a sitemap). Indexable HTML pages also carry description
