@@ -12,7 +12,8 @@
         generate  crawldb/L (+ pagerank)    -> in/L+1      (MRGenerate, OptimizerDriver)
         stop when L = depth, when in/L+1 is empty, or when OUT/STOP exists
     invertlinks out/* -> anchors/  (MRInvertLinks: anchor texts per link target)
-    merge   out/* + anchors/ -> merged/  (MRMerge, MergeDriver)
+    merge   out/* + anchors/ -> merge_map/  (MRMerge: who folds into whom, on summaries)
+    mergejoin merge_map/ + out/* -> merged/  (MRMergeJoin: the page text joined once)
     xml     merged/   -> xml/      (MRHtmlToXml, HtmlToXmlDriver)
     index   out/* + merged/ -> index/, hosts/  (MRIndexRows, then Parquet: drivers/index.py)
     finish: report.json, report.html (drivers/report_html.py)
@@ -182,7 +183,6 @@ class Crawl:
         from jobs.fetch import MRFetch
         from jobs.generate import MRGenerate
         from jobs.html_to_xml import MRHtmlToXml
-        from jobs.merge import MRMerge
         from jobs.optimize import MROptimize
         from jobs.pagerank import MRPageRank
         from jobs.parse import MRParse
@@ -247,13 +247,28 @@ class Crawl:
         self.progress('merge: %d layer(s)' % len(outs))
         from jobs.invert_links import MRInvertLinks
         self.run_step('invertlinks', MRInvertLinks, outs, self.path('anchors'))
-        merge = self.run_step('merge', MRMerge, outs + [self.path('anchors')],
-                              self.path('merged'))
+        merge = self.merge(outs)
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
         # Columnar index (Parquet): out/* + merged/ -> index/, hosts/ (drivers/index.py).
         from drivers.index import build_index
         index = build_index(self, outs)
         return self.finish(layers_done, merge=merge, xml=xml, index=index)
+
+    def merge(self, outs):
+        """MRMerge then MRMergeJoin (two jobs, so that mrjob drops the first one's
+        intermediate files before the second shuffles whole pages); one step dict for
+        the report: both jobs' counters (groups merge, merge_join), their seconds."""
+        from jobs.merge import MRMerge
+        from jobs.merge_join import MRMergeJoin
+        merge_map, merged = self.path('merge_map'), self.path('merged')
+        if self.fs.exists(merged) and not self.fs.exists(merge_map):
+            group = self.report.load_step('merge')   # merged/ by a one-job merge
+        else:
+            group = self.run_step('merge', MRMerge, outs + [self.path('anchors')], merge_map)
+        join = self.run_step('mergejoin', MRMergeJoin, [merge_map] + outs, merged)
+        counters = dict(group['counters'])
+        counters.update(join['counters'])
+        return {'counters': counters, 'seconds': round(group['seconds'] + join['seconds'], 3)}
 
     def _plan_args(self, L):
         """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""

@@ -1,19 +1,33 @@
-"""MRMerge (MergeDriver): all layers' pages, one record per distinct page.
+"""MRMerge (MergeDriver), step 1 of 2: which pages fold into which, on slim summaries.
 
 Reads ``page`` records of every layer (out/*; they carry doc/'s fetch metadata and the
 parse results, without the raw body) and, optionally, ``anchors`` records (anchors/,
-MRInvertLinks: the anchor texts of links to a URL). Writes ``merged`` records
-(merged/): one per distinct HTML page, naming the URLs folded into it.
+MRInvertLinks: the anchor texts of links to a URL). Writes ``merge_map`` records
+(merge_map/): one per distinct HTML page (a *leader*), naming the URLs folded into it,
+with its SimHash, in-link anchors and secondary resources. MRMergeJoin
+(jobs/merge_join.py) then joins them with out/* into ``merged`` records (merged/).
+
+**Why two jobs.** A page record is tens of KB (text, main text, links); the decisions
+below need a few hundred bytes of it. This job's mapper reads each page once and emits
+a *summary* (url, final URL, digest, SimHash, relevance, fetch time, layer: what the
+folding and the order need); every later shuffle here carries summaries, anchors and
+resource outcomes only. The join shuffles each page record once, keyed by URL, and
+drops every fetch but a leader's latest. mrjob keeps a job's intermediate files until
+the job ends (the local runner, on disk), so the heavy records cross one shuffle in
+all: a 110k-page soak crawl had filled 66 GB with the six-step merge that carried
+whole pages through every step (README, bench/merge_disk.py for the figures).
 
 Pages fold into one canonical page four ways, in this order of steps:
 
 1. **final URL** (redirects): pages are keyed by their URL after redirects; a URL
-   fetched more than once keeps its latest fetch and the URLs that redirected to it
-   become its duplicates. ``rel=canonical``: a page whose canonical link names another
-   URL sends a claim there; the claim is remembered if that URL is a fetched page.
+   fetched more than once keeps its latest fetch (jobs.lib.merging.latest_key) and the
+   URLs that redirected to it become its duplicates. ``rel=canonical``: a page whose
+   canonical link names another URL sends a claim there; the claim is remembered if
+   that URL is a fetched page.
 2. **exact digest**: pages with the same content digest are one page.
 3. **near duplicates** (``merge.near_duplicates``): each page's 64-bit SimHash over the
-   word shingles of its main text (``main_text``, else ``text``) is cut into
+   word shingles of its main text (``main_text``, else ``text``; computed in the first
+   mapper, the only place that sees the text) is cut into
    ``merge.max_hamming_distance + 1`` bands; ``(band, bits)`` keys the shuffle, so pages
    within that Hamming distance meet in at least one bucket (jobs.lib.simhash). Every
    pair that meets is verified on the whole fingerprint; no all-pairs comparison is
@@ -30,31 +44,25 @@ higher topic relevance (the page score; 0 without a topic profile), then https b
 http, then the shorter URL, then the earliest fetch, then the URL's text order.
 
 In-link anchors of every URL folded into a page are joined to it (``anchors``, at most
-``merge.max_anchors``). Pages marked noindex (meta robots or X-Robots-Tag) are left out.
-Six steps: each after the first is a shuffle of one record per page (steps 3-5 also of
+``merge.max_anchors``). Secondary resources (page records with ``resource_of``: a
+video or image a site rule named on a page, fetched in the next layer) are keyed by
+their parent's URL after redirects and travel with it, so a parent folded into a leader
+hands them on; they are never pages themselves. Both ride along here rather than in
+the join because a folded URL's share must reach its leader, which only this job
+knows. Pages marked noindex (meta robots or X-Robots-Tag) are left out.
+Six steps: each after the first is a shuffle of one summary per page (steps 3-5 also of
 the band keys and of small notices), never of a set held in memory.
 
 Run alone::
 
     python -m jobs.merge --crawl-conf crawl/conf.json crawl/out/000 crawl/out/001 \\
-        crawl/anchors -o /tmp/merged
+        crawl/anchors -o /tmp/merge_map
 """
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, records as R, simhash
-
-#: [merge] settings a resolved configuration written before they existed falls back to.
-MERGE_DEFAULTS = {'near_duplicates': True, 'max_hamming_distance': 3, 'shingle_words': 3,
-                  'min_words': 50, 'max_bucket_pages': 200, 'max_anchors': 100,
-                  'internal_anchors': True}
-
-
-def canonical_order(page):
-    """Sort key: the first page in this order is the canonical one of its group."""
-    url = page['url']
-    return (-(page.get('relevance') or 0), not url.startswith('https:'), len(url),
-            page.get('fetch_time') or '', url)
+from jobs.lib import counters as C, merging as M, simhash
+from jobs.lib.merging import MERGE_DEFAULTS, canonical_order  # noqa: F401  (re-exported)
 
 
 def summary(page):
@@ -84,69 +92,79 @@ class MRMerge(CrawlJob):
             self._settings = dict(MERGE_DEFAULTS, **self.conf.get('merge', {}))
         return self._settings
 
-    # -- step 1: one record per final URL -----------------------------------------------
+    # -- step 1: one summary per final URL ----------------------------------------------
 
     def mapper_by_final_url(self, _, line):
-        """page line -> (final url, page) and (its rel=canonical, claim);
-        anchors line -> (url, anchors)."""
+        """page line -> (final url, summary) and (its rel=canonical, claim); resource
+        line -> (parent url, outcome); anchors line -> (url, anchors)."""
         for rec in self.records(line, 'page', 'anchors'):
             if rec['kind'] == 'anchors':
                 yield rec['url'], {'anchors': rec.get('anchors') or []}
                 continue
-            if rec.get('status') != R.FETCH_FETCHED or rec.get('digest') is None:
+            what = M.classify(rec)
+            if what == M.RESOURCE:
+                yield rec['resource_of'], {'resource': M.resource_entry(rec)}
+                continue
+            if what == M.NOT_FETCHED:
                 self.count(C.NOT_A_PAGE)
                 continue
-            if rec.get('noindex'):
+            if what == M.NOINDEX:
                 self.count('skipped_noindex_total')
                 continue
-            final = rec.get('final_url') or rec['url']
-            yield final, {'page': rec}
+            final = M.final_url(rec)
+            yield final, {'page': {
+                'url': rec['url'], 'fetch_time': rec.get('fetch_time'),
+                'layer': rec.get('layer'), 'relevance': rec.get('relevance'),
+                'digest': rec['digest'], 'simhash': self.fingerprint(rec)}}
             canonical = rec.get('canonical')
             if canonical and canonical != final:
                 yield canonical, {'claim': final}
 
     def reducer_latest(self, final_url, values):
-        """(final url, its fetches, claims, anchors) -> (digest, latest fetch)."""
-        pages, claims, anchors = [], set(), []
+        """(final url, its fetches' summaries, claims, anchors, resources) ->
+        (digest, summary of the latest fetch)."""
+        pages, claims, anchors, resources = [], set(), [], []
         for v in values:
             if 'page' in v:
                 pages.append(v['page'])
             elif 'claim' in v:
                 claims.add(v['claim'])
+            elif 'resource' in v:
+                resources.append(v['resource'])
             else:
                 anchors.extend(v['anchors'])
         if not pages:
             self.count(C.CANONICAL_NOT_FETCHED, len(claims))
             if anchors:
                 self.count(C.ANCHOR_TARGETS_NOT_PAGES)
+            self.count(C.RESOURCES_PARENT_NOT_A_PAGE, len(resources))
             return
-        pages.sort(key=lambda p: p.get('fetch_time') or '')
-        latest = pages[-1]
-        aliases = {p['url'] for p in pages} - {final_url}   # before latest['url'] changes
-        latest['url'] = final_url
-        latest['duplicates'] = sorted(aliases)
-        latest['near_duplicates'] = []
-        latest['canonical_duplicates'] = []
-        latest['canonical_claims'] = sorted(claims - {final_url})
-        latest['anchors'] = anchors
-        latest['simhash'] = self.fingerprint(latest)
-        yield latest['digest'], latest
+        latest = max(pages, key=M.latest_key)
+        aliases = {p['url'] for p in pages} - {final_url}
+        if self.settings['near_duplicates'] and latest['simhash'] is None:
+            self.count(C.NEAR_SKIPPED_SHORT)
+        yield latest['digest'], {
+            'url': final_url, 'fetch_time': latest.get('fetch_time'),
+            'relevance': latest.get('relevance'), 'simhash': latest['simhash'],
+            'duplicates': sorted(aliases), 'near_duplicates': [],
+            'canonical_duplicates': [], 'canonical_claims': sorted(claims - {final_url}),
+            'anchors': anchors, 'resources': resources}
 
     def fingerprint(self, page):
-        """Hex SimHash of the page's main text, or None when it is not compared."""
+        """Hex SimHash of the page's main text, or None when it is not compared
+        (near duplicates off, or fewer than merge.min_words words)."""
         s = self.settings
         if not s['near_duplicates']:
             return None
         text = page.get('main_text') or page.get('text') or ''
         if len(simhash.words(text)) < max(1, s['min_words']):
-            self.count(C.NEAR_SKIPPED_SHORT)
             return None
         return simhash.to_hex(simhash.simhash(text, s['shingle_words']))
 
     # -- step 2: exact duplicates -------------------------------------------------------
 
     def reducer_fold_exact(self, digest, pages):
-        """(digest, pages) -> (url, one page naming the others as duplicates)."""
+        """(digest, summaries) -> (url, one summary naming the others as duplicates)."""
         pages = sorted(pages, key=canonical_order)
         best = pages[0]
         for other in pages[1:]:
@@ -170,6 +188,8 @@ class MRMerge(CrawlJob):
         best['canonical_claims'] = sorted(
             set(best.get('canonical_claims') or ()) | set(other.get('canonical_claims') or ()))
         best['anchors'] = list(best.get('anchors') or ()) + list(other.get('anchors') or ())
+        best['resources'] = list(best.get('resources') or ()) + list(
+            other.get('resources') or ())
 
     # -- step 3: band buckets -----------------------------------------------------------
 
@@ -273,12 +293,13 @@ class MRMerge(CrawlJob):
             'url': url, 'kind': kind, 'duplicates': page['duplicates'],
             'near_duplicates': page['near_duplicates'],
             'canonical_duplicates': page['canonical_duplicates'],
-            'anchors': page.get('anchors') or []}}
+            'anchors': page.get('anchors') or [],
+            'resources': page.get('resources') or []}}
 
-    # -- step 6: the merged record ------------------------------------------------------
+    # -- step 6: the map record ---------------------------------------------------------
 
     def reducer_collect(self, url, values):
-        """(leader url, its page + the pages folded into it) -> merged record."""
+        """(leader url, its summary + what folds into it) -> merge_map record."""
         page, folded = None, []
         for v in values:
             if 'page' in v:
@@ -289,11 +310,14 @@ class MRMerge(CrawlJob):
             self.fold(page, other, other['kind'])
             self.count(C.NEAR_DUPLICATES if other['kind'] == 'near'
                        else C.CANONICAL_DUPLICATES)
-        page.pop('canonical_claims', None)
-        page['anchors'] = self.keep_anchors(page)
-        page['kind'] = 'merged'
+        resources = M.keep_resources(page.get('resources') or ())
+        self.count(C.RESOURCES_ATTACHED, len(resources))
         self.count(C.MERGED_PAGES)
-        yield None, page
+        yield None, {'kind': 'merge_map', 'url': url, 'simhash': page['simhash'],
+                     'duplicates': page['duplicates'],
+                     'near_duplicates': page['near_duplicates'],
+                     'canonical_duplicates': page['canonical_duplicates'],
+                     'anchors': self.keep_anchors(page), 'resources': resources}
 
     def keep_anchors(self, page):
         """De-duplicated in-link anchors, from other URLs than the page's own, capped."""

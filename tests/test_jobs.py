@@ -6,6 +6,7 @@ import pytest
 
 from jobs.lib import counters as C
 from jobs.merge import MRMerge
+from jobs.merge_join import MRMergeJoin
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
 from jobs.generate import MRGenerate
@@ -27,6 +28,17 @@ def run_job(job_cls, conf_file, records, *args, raw_lines=()):
         runner.run()
         out = [value for _, value in job.parse_output(runner.cat_output())]
         return out, C.merge_steps(runner.counters())
+
+
+def run_merge(conf_file, records, *args):
+    """The merge as the driver runs it: MRMerge over *records* (pages and anchors) into
+    merge_map records, then MRMergeJoin over those and the pages again. Returns the
+    merged records and both jobs' counters (groups merge and merge_join)."""
+    maps, counters = run_job(MRMerge, conf_file, records, *args)
+    assert all(m['kind'] == 'merge_map' for m in maps)
+    pages = [r for r in records if r.get('kind') == 'page']
+    out, join_counters = run_job(MRMergeJoin, conf_file, maps + pages, *args)
+    return out, dict(counters, **join_counters)
 
 
 def page(url, links=(), status='fetched', depth=0, **kw):
@@ -90,7 +102,7 @@ def test_merge_folds_exact_duplicates_and_redirects(conf_file):
              page('http://h/t', digest='D2', fetch_time='2026-11-30T00:00:01Z'),
              page('http://h/gone', status='http_error', digest=None),
              page('http://h/hidden', digest='D3', noindex=True)]
-    out, counters = run_job(MRMerge, conf_file, pages)
+    out, counters = run_merge(conf_file, pages)
     by_url = {r['url']: r for r in out}
     assert set(by_url) == {'https://h/copy', 'http://h/t'}   # https first
     assert by_url['https://h/copy']['duplicates'] == ['http://h/a', 'http://h/longer-url']

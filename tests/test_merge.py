@@ -3,8 +3,7 @@ jobs.lib.simhash on its own."""
 import random
 
 from jobs.lib import simhash
-from jobs.merge import MRMerge
-from tests.test_jobs import conf_file, page, run_job  # noqa: F401  (conf_file: fixture)
+from tests.test_jobs import conf_file, page, run_merge  # noqa: F401  (conf_file: fixture)
 
 WORDS = ('river harbour orchard winter bread bird forest market school evening light '
          'visitor spring garden library train cook map letter song game colour').split()
@@ -60,7 +59,7 @@ def test_near_duplicates_fold_into_one_canonical_by_the_documented_order(conf_fi
     assert max(simhash.distance(x, y) for x in fps for y in fps) <= 3
     pages = [text_page(u, t) for u, t in texts.items()]
     pages += [text_page('http://h/other', article(11)), text_page('http://h/short', 'few')]
-    out, counters = run_job(MRMerge, conf_file, pages)
+    out, counters = run_merge(conf_file, pages)
     by_url = {r['url']: r for r in out}
     assert set(by_url) == {'https://h/story-b', 'http://h/other', 'http://h/short'}
     best = by_url['https://h/story-b']
@@ -89,7 +88,7 @@ def test_a_chain_of_near_duplicates_folds_as_a_star(conf_file, tmp_path):
     assert simhash.distance(fp['https://h/b'], fp['http://h/m']) <= 4
     assert simhash.distance(fp['http://h/m'], fp['http://h/longer-c']) <= 4
     assert simhash.distance(fp['https://h/b'], fp['http://h/longer-c']) > 4
-    out, counters = run_job(MRMerge, str(k4), [text_page(u, t) for u, t in texts.items()])
+    out, counters = run_merge(str(k4), [text_page(u, t) for u, t in texts.items()])
     by_url = {r['url']: r for r in out}
     assert set(by_url) == {'https://h/b', 'http://h/longer-c'}
     assert by_url['https://h/b']['duplicates'] == ['http://h/m']
@@ -101,14 +100,14 @@ def test_near_duplicates_off_and_relevance_first(conf_file, tmp_path):
     a = article(20)
     pages = [text_page('https://h/a', a), text_page('http://h/b', flip_words(a, 1),
                                                      relevance=3.5)]
-    out, _ = run_job(MRMerge, conf_file, pages)
+    out, _ = run_merge(conf_file, pages)
     assert [r['url'] for r in out] == ['http://h/b']        # the higher score wins
     import json
     conf = json.load(open(conf_file))
     conf['merge']['near_duplicates'] = False
     off = tmp_path / 'off.json'
     off.write_text(json.dumps(conf))
-    out, counters = run_job(MRMerge, str(off), pages)
+    out, counters = run_merge(str(off), pages)
     assert sorted(r['url'] for r in out) == ['http://h/b', 'https://h/a']
     assert 'near_duplicates_total' not in counters['merge']
 
@@ -121,7 +120,7 @@ def test_a_full_bucket_is_cut_and_counted(conf_file, tmp_path):
     capped.write_text(json.dumps(conf))
     a = article(30)
     pages = [text_page('http://h/%d' % i, a + ' tail%d' % i) for i in range(4)]
-    out, counters = run_job(MRMerge, str(capped), pages)
+    out, counters = run_merge(str(capped), pages)
     m = counters['merge']
     assert m['near_bucket_overflow_total'] >= 2
     # No page is lost: every URL is a merged page or one's duplicate.
@@ -135,7 +134,7 @@ def test_rel_canonical_folds_into_the_named_fetched_page(conf_file):
              page('http://h/lost', canonical='http://h/never-fetched', digest='L'),
              page('http://h/r', final_url='http://h/moved', canonical='http://h/article',
                   digest='M')]
-    out, counters = run_job(MRMerge, conf_file, pages)
+    out, counters = run_merge(conf_file, pages)
     by_url = {r['url']: r for r in out}
     assert set(by_url) == {'http://h/article', 'http://h/lost'}
     art = by_url['http://h/article']
@@ -154,9 +153,62 @@ def test_anchors_join_the_page_and_its_duplicates(conf_file):
                {'kind': 'anchors', 'url': 'http://h/nowhere', 'anchors': [
                    {'from': 'http://h/y', 'text': 'gone'}]}]
     pages = [page('http://h/t', digest='D'), page('http://h/copy', digest='D')]
-    out, counters = run_job(MRMerge, conf_file, pages + anchors)
+    out, counters = run_merge(conf_file, pages + anchors)
     assert len(out) == 1
     assert out[0]['anchors'] == [{'from': 'http://h/x', 'text': 'the target'},
                                  {'from': 'http://h/y', 'text': 'a copy'}]
     assert counters['merge']['anchors_joined_total'] == 2
     assert counters['merge']['anchor_targets_not_pages_total'] == 1
+
+
+def resource(url, parent, name, status='fetched', **kw):
+    rec = page(url, status=status, depth=1, resource_of=parent, resource_name=name,
+               content_type='video/mp4', length=1000, http_status=200, reason=None,
+               digest='sha1:' + url if status == 'fetched' else None, links=[])
+    rec.update(kw)
+    return rec
+
+
+def test_resources_join_their_parent_or_its_leader_and_are_never_pages(conf_file):
+    named = [{'name': 'video', 'url': 'http://cdn/v.mp4', 'max_bytes': 10 ** 7},
+             {'name': 'poster', 'url': 'http://cdn/p.jpg', 'max_bytes': 10 ** 6},
+             {'name': 'thumb', 'url': 'http://cdn/t.jpg', 'max_bytes': 10 ** 6}]
+    pages = [page('http://h/p', digest='D', title='old', resources=named),
+             page('http://h/p', digest='D', title='new', resources=named, layer=1,
+                  fetch_time='2026-11-30T01:00:00Z', body='<html>', raw_body='PGh0bWw+'),
+             page('http://h/p-copy', digest='D', title='copy'),     # folds into /p
+             resource('http://cdn/v.mp4', 'http://h/p', 'video', length=5),
+             resource('http://cdn/v.mp4', 'http://h/p', 'video', length=7,
+                      fetch_time='2026-11-30T02:00:00Z'),
+             resource('http://cdn/p.jpg', 'http://h/p', 'poster', status='http_error',
+                      content_type=None, length=0, http_status=404, reason='http_404'),
+             resource('http://cdn/d.png', 'http://h/p-copy', 'image',
+                      content_type='image/png', length=3),
+             resource('http://cdn/x.mp4', 'http://h/never-fetched', 'video')]
+    out, counters = run_merge(conf_file, pages)
+    assert [r['url'] for r in out] == ['http://h/p']
+    merged = out[0]
+    assert merged['title'] == 'new' and merged['layer'] == 1     # the latest fetch
+    assert 'body' not in merged and 'raw_body' not in merged
+    assert merged['duplicates'] == ['http://h/p-copy']
+    assert merged['resources'] == [
+        {'name': 'image', 'url': 'http://cdn/d.png', 'status': 'fetched',
+         'content_type': 'image/png', 'length': 3, 'digest': 'sha1:http://cdn/d.png',
+         'http_status': 200, 'reason': None},
+        {'name': 'poster', 'url': 'http://cdn/p.jpg', 'status': 'http_error',
+         'content_type': None, 'length': 0, 'digest': None, 'http_status': 404,
+         'reason': 'http_404'},
+        {'name': 'video', 'url': 'http://cdn/v.mp4', 'status': 'fetched',
+         'content_type': 'video/mp4', 'length': 7, 'digest': 'sha1:http://cdn/v.mp4',
+         'http_status': 200, 'reason': None},
+        {'name': 'thumb', 'url': 'http://cdn/t.jpg', 'status': None, 'content_type': None,
+         'length': None, 'digest': None, 'http_status': None, 'reason': 'not_fetched'}]
+    m, j = counters['merge'], counters['merge_join']
+    assert m['resources_attached_total'] == 3
+    assert m['resources_parent_not_a_page_total'] == 1
+    assert m['exact_duplicates_total'] == 1 and m['merged_pages_total'] == 1
+    assert 'skipped_not_fetched_total' not in m            # resources are not "not pages"
+    assert j['merged_written_total'] == 1
+    assert j['fetches_not_kept_total'] == 2                 # old /p, /p-copy
+    assert j['not_merge_candidates_total'] == 5             # the resource records
+    assert j['resources_not_fetched_total'] == 1

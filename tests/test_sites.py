@@ -15,11 +15,10 @@ from lxml import etree
 from drivers.crawl import Crawl
 from drivers.extract import main_extract
 from jobs.lib import config, extract, sites, topic, urls, xmlpage
-from jobs.merge import MRMerge
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
 from tests.conftest import ROOT, read_records, read_xml, test_conf
-from tests.test_jobs import run_job
+from tests.test_jobs import run_job, run_merge
 
 DATA = os.path.join(ROOT, 'tests', 'data')
 FILMS_TOML = os.path.join(DATA, 'sites', 'films.toml')
@@ -227,7 +226,7 @@ def test_noindex_and_nofollow_from_meta_and_header(tmp_path):
     assert by_url['http://h.com/none']['links'] == []
     assert counters['parse']['link_rejected_page_nofollow_total'] == 2
     assert counters['parse']['pages_noindex_total'] == 3
-    merged, _ = run_job(MRMerge, conf_file, out)   # noindex pages stay out of merged/
+    merged, _ = run_merge(conf_file, out)   # noindex pages stay out of merged/
     assert merged == []
 
 

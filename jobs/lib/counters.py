@@ -102,6 +102,22 @@ NEAR_UNFOLDED = 'near_chain_unfolded_total'       #: has a better near duplicate
 ANCHORS_JOINED = 'anchors_joined_total'           #: in-link anchors attached to merged pages
 ANCHORS_OVER_CAP = 'anchors_over_cap_total'       #: in-link anchors past merge.max_anchors
 ANCHOR_TARGETS_NOT_PAGES = 'anchor_targets_not_pages_total'  #: anchors to URLs with no page
+RESOURCES_ATTACHED = 'resources_attached_total'   #: fetched secondary resources listed on
+#: their parent's merged page (one per name and URL; a folded parent's go to its leader)
+RESOURCES_PARENT_NOT_A_PAGE = 'resources_parent_not_a_page_total'  #: resource records whose
+#: resource_of is no merged page's URL after redirects (not fetched, noindex): not listed
+
+# merge_join (MRMergeJoin: merge_map/ + out/* -> merged/)
+MERGE_JOIN = 'merge_join'
+JOIN_MERGED = 'merged_written_total'              #: merged records written (one per leader)
+JOIN_FETCHES_DROPPED = 'fetches_not_kept_total'   #: page records whose text ends at the join:
+#: a URL folded into another page, or a leader URL's earlier fetches
+JOIN_NOT_CANDIDATES = 'not_merge_candidates_total'  #: page records MRMerge does not rank (not
+#: fetched, noindex, secondary resources; counted by reason in group merge)
+JOIN_MAP_WITHOUT_PAGE = 'map_without_page_total'  #: a merge_map record with no page in out/*
+#: (out/ changed between the two jobs): no merged record for it
+RESOURCES_NOT_FETCHED = 'resources_not_fetched_total'  #: resources a leader's page names with
+#: no fetched record (listed with status null, reason not_fetched)
 
 # invertlinks (MRInvertLinks)
 INVERTLINKS = 'invertlinks'

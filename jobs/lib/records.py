@@ -36,7 +36,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     to this page's links, 1 unless deprioritised as off topic). Optional:
     fields_missing (list of str: required fields that came out empty), extract_error
     (str), resources (list of {name, url, max_bytes}: secondary resources the site
-    configuration names on the page), parse_error (str), sitemap (str: ``urlset``,
+    configuration names on the page), resource_of and resource_name (str: on the record
+    of a fetched secondary resource, its parent page's URL after redirects and the
+    resource's name; such records carry no text and are never merged pages),
+    parse_error (str), sitemap (str: ``urlset``,
     ``sitemapindex``, ``text`` or ``robots`` when the document was read as a source of
     URLs; such records are noindex and their links add no depth). A link may carry
     lastmod (str, from a sitemap). Indexable HTML pages also carry description
@@ -65,14 +68,24 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 ``deletion`` (recrawl/RRR/changes, MRChanges): url, http_status, fetch_time: a page a
     re-crawl found gone.
 
-``merged`` (merged/, MRMerge): one per distinct page
-    the page fields of the canonical URL, plus duplicates (list of str: the other URLs
+``merge_map`` (merge_map/, MRMerge): one per distinct page, what MRMergeJoin attaches
+    url (the canonical URL, after redirects), and duplicates, near_duplicates,
+    canonical_duplicates, simhash, anchors, resources as in ``merged``.
+
+``merged`` (merged/, MRMergeJoin from merge_map/ and out/*): one per distinct page
+    the page fields of the canonical URL's latest fetch (without body or raw_body),
+    plus duplicates (list of str: the other URLs
     folded into it: same digest, redirect sources, near duplicates, rel=canonical),
     near_duplicates and canonical_duplicates (list of str: the subsets of duplicates
     folded by SimHash and by rel=canonical, URLs folded with them included), simhash
     (str|null: 16 hex digits, the 64-bit SimHash of main_text or text; null for pages
     under merge.min_words words), anchors (list of {from, text}: in-link anchor text
-    from anchors/ for any of its URLs, at most merge.max_anchors).
+    from anchors/ for any of its URLs, at most merge.max_anchors), resources (list of
+    {name, url, status, content_type, length, digest, http_status, reason}, sorted by
+    name then url: the fetched secondary resources whose resource_of is this page or a
+    page folded into it, the latest fetch of each; then each resource the page's own
+    ``resources`` names with no fetched record, status null, reason ``not_fetched``;
+    in place of the page's {name, url, max_bytes} list).
 
 ``index_row`` (index_rows/, MRIndexRows; the driver turns them into OUT/index/ Parquet
     and removes the folder): one per page record of every layer

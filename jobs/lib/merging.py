@@ -1,0 +1,72 @@
+"""The rules MRMerge (grouping) and MRMergeJoin (the join) must apply alike.
+
+Both jobs read out/*; each must see the same pages and pick the same fetch of a URL, or
+the join would attach a group's duplicates to another fetch than the one ranked.
+"""
+from jobs.lib import records as R
+
+#: [merge] settings a resolved configuration written before they existed falls back to.
+MERGE_DEFAULTS = {'near_duplicates': True, 'max_hamming_distance': 3, 'shingle_words': 3,
+                  'min_words': 50, 'max_bucket_pages': 200, 'max_anchors': 100,
+                  'internal_anchors': True}
+
+#: Fields of a resource's page record that its parent's merged record keeps.
+RESOURCE_FIELDS = ('status', 'content_type', 'length', 'digest', 'http_status', 'reason')
+
+#: Page fields a merged record never carries (a raw or decoded body, if out/ keeps one).
+DROPPED_FIELDS = ('body', 'raw_body')
+
+PAGE = 'page'
+RESOURCE = 'resource'
+NOT_FETCHED = 'not_fetched'
+NOINDEX = 'noindex'
+
+
+def classify(rec):
+    """What merge makes of a ``page`` record: PAGE (a candidate merged page), RESOURCE
+    (a secondary resource of the page ``resource_of`` names), NOT_FETCHED or NOINDEX."""
+    if rec.get('resource_of'):
+        return RESOURCE
+    if rec.get('status') != R.FETCH_FETCHED or rec.get('digest') is None:
+        return NOT_FETCHED
+    if rec.get('noindex'):
+        return NOINDEX
+    return PAGE
+
+
+def final_url(rec):
+    return rec.get('final_url') or rec['url']
+
+
+def latest_key(page):
+    """Sort key of a URL's fetches: the last one is the fetch merge keeps (the latest;
+    ties broken by layer, then by the URL fetched, so both jobs pick the same one)."""
+    return (page.get('fetch_time') or '', page.get('layer') or 0, page['url'])
+
+
+def canonical_order(page):
+    """Sort key: the first page in this order is the canonical one of its group."""
+    url = page['url']
+    return (-(page.get('relevance') or 0), not url.startswith('https:'), len(url),
+            page.get('fetch_time') or '', url)
+
+
+def resource_entry(rec):
+    """A resource's page record -> the entry its parent's merged record lists."""
+    entry = {'name': rec.get('resource_name'), 'url': rec['url']}
+    for field in RESOURCE_FIELDS:
+        entry[field] = rec.get(field)
+    entry['fetch_time'] = rec.get('fetch_time')
+    return entry
+
+
+def keep_resources(resources):
+    """One entry per (name, url), the latest fetch's, sorted; fetch_time dropped."""
+    latest = {}
+    for r in resources:
+        key = (r.get('name') or '', r['url'])
+        if key not in latest or (r.get('fetch_time') or '') >= (
+                latest[key].get('fetch_time') or ''):
+            latest[key] = r
+    return [{k: v for k, v in latest[key].items() if k != 'fetch_time'}
+            for key in sorted(latest)]
