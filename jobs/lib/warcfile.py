@@ -8,7 +8,7 @@ Pure helpers for jobs/warc.py (MRWarc); nothing here imports mrjob.
   WARC-Target-URI = ``final_url``) and its ``request`` record (WARC-Concurrent-To the
   response). When the URL record carried ``prev`` (a re-crawl) and the body's digest
   equals ``prev.digest``, a ``revisit`` record (profile identical-payload-digest,
-  WARC-Refers-To-Target-URI = the URL, WARC-Refers-To-Date = ``prev.last_fetch``)
+  WARC-Refers-To-Target-URI = the final URL, WARC-Refers-To-Date = ``prev.last_fetch``)
   replaces the response: HTTP headers only, no payload.
 - ``not_modified`` (a 304 to a conditional request) -> ``revisit``, profile
   server-not-modified, with the 304's headers, plus its request.
@@ -198,7 +198,7 @@ class WarcFile:
             http_headers, rebuilt = response_headers(doc, None)
             prev = doc.get('prev') or {}
             warc_headers.update({'WARC-Profile': PROFILE_NOT_MODIFIED,
-                                 'WARC-Refers-To-Target-URI': doc['url']})
+                                 'WARC-Refers-To-Target-URI': uri})
             if prev.get('last_fetch'):
                 warc_headers['WARC-Refers-To-Date'] = prev['last_fetch']
             rec = self.writer.create_warc_record(uri, 'revisit', http_headers=http_headers,
@@ -207,7 +207,7 @@ class WarcFile:
             http_headers, rebuilt = response_headers(doc, doc.get('length') or 0)
             prev = doc['prev']
             warc_headers.update({'WARC-Profile': PROFILE_IDENTICAL,
-                                 'WARC-Refers-To-Target-URI': doc['url'],
+                                 'WARC-Refers-To-Target-URI': uri,
                                  'WARC-Payload-Digest': doc['digest']})
             if prev.get('last_fetch'):
                 warc_headers['WARC-Refers-To-Date'] = prev['last_fetch']
