@@ -334,3 +334,42 @@ def test_page_records_and_docs_without_the_http_exchange(tmp_path):
     assert resp['http'].get_header('Content-Type') == 'text/html; charset=windows-1252'
     assert resp['http'].get_header('ETag') == '"x"'
     assert resp['http'].get_header('Content-Encoding') is None
+
+
+def test_fetcher_keeps_what_the_warc_needs_and_records_rebuild_the_bytes(site, tmp_path):
+    """With warc.enabled the doc carries the HTTP exchange, and the received bytes when
+    its text does not re-encode to them; a gzip response is stored decoded, without
+    Content-Encoding, and a body cut at the size limit is marked truncated."""
+    from jobs.lib import fetcher
+    conf = test_conf(*SETTINGS, 'fetch.max_body_bytes=100000')
+    paths = ['/a.html', '/fault/charset?declared=utf-8&actual=latin-1',
+             '/fault/gzip-bomb?mb=1']
+    docs = list(fetcher.HostFetcher(conf).fetch([{'url': site.url(p)} for p in paths]))
+    plain, lossy, gz = docs
+    assert [d['status'] for d in docs] == [R.FETCH_FETCHED] * 3
+    for d in docs:
+        assert d['http']['reason'] == 'OK' and d['http']['version'] == 'HTTP/1.1'
+        sent = dict(d['http']['request']['headers'])
+        assert sent['User-Agent'] == conf['politeness']['user_agent']
+        assert d['http']['request']['path'] == urlsplit(d['final_url']).path + (
+            '?' + urlsplit(d['final_url']).query if urlsplit(d['final_url']).query else '')
+    assert 'warc_body' not in plain and 'warc_body' not in gz     # text re-encodes exactly
+    lossy_bytes = served(site, lossy['url'])[1]
+    assert base64.b64decode(lossy['warc_body']) == lossy_bytes
+    assert lossy['body'].encode('utf-8') != lossy_bytes
+    assert ['Content-Encoding', 'gzip'] in gz['http']['headers']
+
+    path = str(tmp_path / 'x.warc.gz')
+    w = warcfile.WarcFile(path, 'x.warc.gz', 'mrcrawl-L000', {'software': 'test'})
+    done = [w.add(d, conf['politeness']['user_agent']) for d in docs]
+    w.close()
+    recs = {r['h']['WARC-Target-URI']: r for r in read_warc(path) if r['type'] == 'response'}
+    assert recs[plain['url']]['payload'] == served(site, plain['url'])[1]
+    assert recs[lossy['url']]['payload'] == lossy_bytes
+    assert recs[lossy['url']]['h']['WARC-Payload-Digest'] == lossy['digest']
+    g = recs[gz['url']]
+    assert g['payload'] == b'\0' * 100000 and g['h']['WARC-Truncated'] == 'length'
+    assert g['http'].get_header('Content-Encoding') is None
+    assert g['http'].get_header('Content-Length') == '100000'
+    assert [d['truncated'] for d in done] == [None, None, 'length']
+    assert warcio_cli('check', path).returncode == 0
