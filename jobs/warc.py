@@ -40,7 +40,7 @@ import tempfile
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, warcfile
+from jobs.lib import counters as C, records as R, warcfile
 
 SOFTWARE = 'mrcrawl/0.1 (warcio)'
 
@@ -106,7 +106,7 @@ class MRWarc(CrawlJob):
             if kind is None:
                 self.count('skipped_%s_total' % (doc.get('status') or 'unknown'))
                 continue
-            if doc.get('kind') == 'page' and doc.get('status') == 'fetched' and \
+            if doc.get('kind') == 'page' and doc.get('status') == R.FETCH_FETCHED and \
                     doc.get('body') is None and doc.get('raw_body') is None and \
                     doc.get('warc_body') is None and doc.get('length'):
                 # A parsed page whose body was dropped: nothing to archive but headers.

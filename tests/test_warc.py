@@ -373,3 +373,48 @@ def test_fetcher_keeps_what_the_warc_needs_and_records_rebuild_the_bytes(site, t
     assert g['http'].get_header('Content-Length') == '100000'
     assert [d['truncated'] for d in done] == [None, None, 'length']
     assert warcio_cli('check', path).returncode == 0
+
+
+def test_hdfs_output_goes_through_webhdfs_with_replace(tmp_path, monkeypatch):
+    """On HDFS the driver hands the tasks the hdfs:// folder and the WebHDFS address; a
+    task uploads to a temporary name, deletes an earlier attempt's file, renames."""
+    monkeypatch.setenv('MRCRAWL_WEBHDFS_URL', 'http://127.0.0.1:1')
+    monkeypatch.setenv('HADOOP_USER_NAME', 'crawler')
+    crawl = Crawl('hdfs:///crawl', test_conf(*SETTINGS), runner='inline',
+                  progress=lambda m: None)
+    args = crawl.warc_args('mrcrawl-L002')
+    assert dict(zip(args[::2], args[1::2])) == {
+        '--warc-prefix': 'mrcrawl-L002', '--webhdfs-url': 'http://127.0.0.1:1',
+        '--hdfs-user': 'crawler', '--warc-dir': 'hdfs:///crawl/warc'}
+
+    calls = []
+
+    class FakeClient:
+        def __init__(self, url, user=None):
+            calls.append(('client', url, user))
+
+        def makedirs(self, path):
+            calls.append(('makedirs', path))
+
+        def write(self, path, data, overwrite):
+            calls.append(('write', path.rsplit('-', 1)[0], data.read(), overwrite))
+
+        def delete(self, path):
+            calls.append(('delete', path))
+
+        def rename(self, src, dst):
+            calls.append(('rename', src.rsplit('-', 1)[0], dst))
+
+    import hdfs
+    monkeypatch.setattr(hdfs, 'InsecureClient', FakeClient)
+    local = tmp_path / 'w.warc.gz'
+    local.write_bytes(b'warc bytes')
+    warcfile.commit_hdfs(str(local), 'hdfs:///crawl/warc', 'NAME.warc.gz',
+                         'http://127.0.0.1:1', 'crawler')
+    tmp = '/crawl/warc/.tmp-NAME.warc.gz'
+    assert calls == [('client', 'http://127.0.0.1:1', 'crawler'),
+                     ('makedirs', '/crawl/warc'),
+                     ('write', tmp, b'warc bytes', True),
+                     ('delete', '/crawl/warc/NAME.warc.gz'),
+                     ('rename', tmp, '/crawl/warc/NAME.warc.gz')]
+    assert not local.exists()
