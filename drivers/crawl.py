@@ -5,6 +5,8 @@
         plan      in/L                      -> plan/L      (MRPlanFetch: which reducer
                                                                       owns which big host)
         fetch     in/L (+ plan/L)           -> doc/L       (MRFetch, CrawlerDriver)
+        warc      doc/L                     -> warc/*.warc.gz + warc_index/L  (MRWarc,
+                                                                      warc.enabled only)
         parse     doc/L                     -> out/L       (MRParse, ParserDriver)
         optimize  crawldb/L-1 + out/L       -> crawldb/L   (MROptimize, OptimizerDriver)
         pagerank  crawldb/L + out/0..L      -> pagerank/L  (MRPageRank; strategy pagerank,
@@ -187,6 +189,7 @@ class Crawl:
         from jobs.pagerank import MRPageRank
         from jobs.parse import MRParse
         from jobs.plan_fetch import MRPlanFetch
+        from jobs.warc import MRWarc
 
         self.prepare()
         inject = self.inject(seeds_path)
@@ -202,8 +205,13 @@ class Crawl:
             if self.conf['fetch']['plan']:
                 todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
                              layer_arg))
-            todo += [('fetch', MRFetch, [self.path('in', L)], self.path('doc', L), layer_arg),
-                     ('parse', MRParse, [self.path('doc', L)], self.path('out', L), layer_arg),
+            todo.append(('fetch', MRFetch, [self.path('in', L)], self.path('doc', L),
+                         layer_arg))
+            if self.warc_enabled:
+                todo.append(('warc', MRWarc, [self.path('doc', L)],
+                             self.path('warc_index', L),
+                             layer_arg + self.warc_args('mrcrawl-L' + L)))
+            todo += [('parse', MRParse, [self.path('doc', L)], self.path('out', L), layer_arg),
                      ('optimize', MROptimize, db_in + [self.path('out', L)],
                       self.path('crawldb', L), layer_arg)]
             if layer < self.depth:
@@ -224,6 +232,8 @@ class Crawl:
                 if kind == 'fetch':
                     args = args + self._plan_args(L)
                 name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
+                if kind == 'warc':
+                    self.clear_warc_files(final, 'mrcrawl-L' + L)
                 steps[kind] = self.run_step(name, job_cls, inputs, final, args)
                 self.progress('  %-9s %6.1fs' % (kind, steps[kind]['seconds']))
                 if self.stop_requested():
@@ -270,6 +280,36 @@ class Crawl:
         counters.update(join['counters'])
         return {'counters': counters, 'seconds': round(group['seconds'] + join['seconds'], 3)}
 
+    # -- WARC -----------------------------------------------------------------------
+
+    @property
+    def warc_enabled(self):
+        return bool(self.conf.get('warc', {}).get('enabled'))
+
+    def warc_args(self, prefix):
+        """MRWarc's arguments: where the files go (an absolute local path, or the hdfs://
+        URI and the WebHDFS address the tasks upload through) and their name prefix."""
+        warc_dir = self.path('warc')
+        args = ['--warc-prefix', prefix]
+        if self.runner == 'hadoop' or warc_dir.startswith('hdfs://'):
+            from drivers.hdfs import webhdfs_address
+            url, user = webhdfs_address()
+            args += ['--webhdfs-url', url, '--hdfs-user', user]
+        else:
+            warc_dir = os.path.abspath(self.fs.local_path(warc_dir))
+        return args + ['--warc-dir', warc_dir]
+
+    def clear_warc_files(self, final, prefix):
+        """Before a WARC step runs (again): remove the files an interrupted run of it left
+        (its own prefix only), so a rerun never leaves two copies of a record even if
+        it cuts its input into other splits."""
+        if self.fs.exists(final):
+            return
+        self.fs.mkdirs(self.path('warc'))
+        for name in self.fs.listdir(self.path('warc')):
+            if name.startswith((prefix + '-', '.tmp-' + prefix + '-')):
+                self.fs.rm(self.path('warc', name))
+
     def _plan_args(self, L):
         """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
         part = self.fs.join(self.path('plan', L), 'part-00000')
@@ -289,6 +329,8 @@ class Crawl:
             generate --recrawl-at AT  newest crawldb        -> RRR/in   (due URLs + validators)
             plan, fetch, parse        RRR/in                -> RRR/doc, RRR/out
             optimize                  newest crawldb + out  -> RRR/crawldb (intervals adapted)
+            warc                      RRR/doc               -> warc/mrcrawl-RRRR-*.warc.gz,
+                                                               RRR/warc_index (warc.enabled)
             changes                   RRR/out               -> RRR/changes (changed + gone)
             xml                       RRR/changes           -> RRR/xml  (documents + deletions)
 
@@ -303,6 +345,7 @@ class Crawl:
         from jobs.optimize import MROptimize
         from jobs.parse import MRParse
         from jobs.plan_fetch import MRPlanFetch
+        from jobs.warc import MRWarc
 
         self.prepare()
         rounds = sorted(n for n in self.fs.listdir(self.path('recrawl')) if n.isdigit())
@@ -333,6 +376,10 @@ class Crawl:
         part = p('plan', 'part-00000')
         plan_args = ['--plan', part] if self.fs.exists(part) else []
         steps['fetch'] = self.run_step(name + 'fetch', MRFetch, [p('in')], p('doc'), plan_args)
+        if self.warc_enabled:
+            self.clear_warc_files(p('warc_index'), 'mrcrawl-R' + rnd)
+            steps['warc'] = self.run_step(name + 'warc', MRWarc, [p('doc')], p('warc_index'),
+                                          self.warc_args('mrcrawl-R' + rnd))
         steps['parse'] = self.run_step(name + 'parse', MRParse, [p('doc')], p('out'))
         steps['optimize'] = self.run_step(name + 'optimize', MROptimize,
                                           [info['crawldb'], p('out')], p('crawldb'))

@@ -24,7 +24,9 @@ from importlib import metadata
 
 #: Distributions the tasks import (their own dependencies come along through pip).
 TASK_DISTRIBUTIONS = ('requests', 'ada-url', 'protego', 'selectolax', 'charset-normalizer',
-                      'webencodings', 'orjson', 'publicsuffixlist', 'trafilatura', 'py3langid')
+                      'webencodings', 'orjson', 'publicsuffixlist', 'trafilatura', 'py3langid',
+                      # MRWarc: WARC records, and WebHDFS uploads of the WARC files
+                      'warcio', 'hdfs')
 
 JOBS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'jobs')
 

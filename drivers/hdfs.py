@@ -21,6 +21,12 @@ from hdfs import InsecureClient
 from hdfs.util import HdfsError
 
 
+def webhdfs_address():
+    """(NameNode HTTP URL, HDFS user) from the environment, as the driver uses them."""
+    return (os.environ.get('MRCRAWL_WEBHDFS_URL', 'http://127.0.0.1:9870'),
+            os.environ.get('HADOOP_USER_NAME') or getpass.getuser())
+
+
 class WebHDFS:
     def __init__(self, url, user, prefix):
         self.client = InsecureClient(url, user=user)
@@ -29,8 +35,7 @@ class WebHDFS:
     @classmethod
     def from_uri(cls, uri):
         parsed = urlparse(uri)
-        url = os.environ.get('MRCRAWL_WEBHDFS_URL', 'http://127.0.0.1:9870')
-        user = os.environ.get('HADOOP_USER_NAME') or getpass.getuser()
+        url, user = webhdfs_address()
         return cls(url, user, '%s://%s' % (parsed.scheme, parsed.netloc))
 
     def _p(self, path):

@@ -1,6 +1,7 @@
 """The crawl's columnar index: OUT/index/ and OUT/hosts/, Parquet datasets.
 
-    index rows   out/* + merged/  -> index_rows/   (MRIndexRows: join, host totals)
+    index rows   out/* + merged/ (+ warc_index/*)  -> index_rows/   (MRIndexRows: joins,
+                                                                   host totals)
     parquet      index_rows/      -> index/layer=NNN/part-XXXXX.parquet   (this module)
                                      hosts/layer=NNN/part-XXXXX.parquet
     index_rows/ is removed once both datasets are in place.
@@ -29,7 +30,10 @@ the Parquet min/max statistics of ``url``, ``host`` and ``registered_domain`` le
 readers skip row groups for a host or domain filter anyway.
 
 Columns: see INDEX_SCHEMA and HOSTS_SCHEMA. The WARC columns are named after Common
-Crawl's columnar index and stay null until WARC files are written.
+Crawl's columnar index; they are filled (from MRWarc's warc_index/, joined by URL and
+layer in MRIndexRows) when ``warc.enabled`` is on, else null. warc_filename is relative
+to the crawl folder (``warc/mrcrawl-L000-part-00000-0.warc.gz``); offset and length
+select one gzip member, the URL's response or revisit record.
 """
 import datetime
 import logging
@@ -67,7 +71,7 @@ INDEX_SCHEMA = pa.schema([
     ('final_url', pa.string()),
     ('elapsed', pa.float64()),             # seconds spent fetching it (retries included)
     ('attempts', pa.int32()),
-    ('warc_filename', pa.string()),        # null: WARC is not written yet
+    ('warc_filename', pa.string()),        # relative to the crawl folder; null: not archived
     ('warc_record_offset', pa.int64()),
     ('warc_record_length', pa.int64()),
 ])
@@ -231,8 +235,10 @@ def build_index(crawl, outs):
     if fs.exists(final):
         return crawl.report.load_step('index')
     rows_dir = crawl.path('index_rows')
-    rows_step = crawl.run_step('indexrows', MRIndexRows, list(outs) + [crawl.path('merged')],
-                               rows_dir)
+    warc = [crawl.path('warc_index', p.rstrip('/').rsplit('/', 1)[-1]) for p in outs]
+    warc = [p for p in warc if fs.exists(p)]
+    rows_step = crawl.run_step('indexrows', MRIndexRows,
+                               list(outs) + [crawl.path('merged')] + warc, rows_dir)
     start = time.monotonic()
     tmp_index, tmp_hosts = crawl.path('tmp', 'index'), crawl.path('tmp', 'hosts')
     fs.rm(tmp_index)

@@ -58,6 +58,8 @@ class Report:
         row['seconds'] = round(sum(v['seconds'] for v in steps.values()), 2)
         row['step_seconds'] = {k: v['seconds'] for k, v in steps.items()}
         row['accounted'] = sum(row[s] for s in R.FETCH_STATUSES)
+        if 'warc' in steps:
+            row['warc'] = steps['warc']['counters'].get(C.WARC, {})
         parse = steps.get('parse', {}).get('counters', {}).get(C.PARSE, {})
         row['on_topic'] = parse.get(C.PAGES_ON_TOPIC, 0)
         row['off_topic'] = parse.get(C.PAGES_OFF_TOPIC, 0)

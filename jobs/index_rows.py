@@ -1,6 +1,7 @@
 """MRIndexRows: the rows of the crawl's columnar index and each host's totals per layer.
 
-Reads ``page`` records of every layer (out/*) and ``merged`` records (merged/). Writes
+Reads ``page`` records of every layer (out/*), ``merged`` records (merged/) and, when
+WARC files were written, ``warc_index`` records (warc_index/*, MRWarc). Writes
 two kinds of records (index_rows/, which drivers/index.py turns into Parquet, OUT/index/
 and OUT/hosts/, then removes):
 
@@ -8,13 +9,14 @@ and OUT/hosts/, then removes):
   status (a URL deferred in one layer and fetched in the next has a row in each), with
   ``duplicate_of`` joined from merged/: the canonical URL of the merged page this URL
   was folded into (same digest, redirect source, near duplicate, rel=canonical), set on
-  its ``fetched`` row only, else null.
+  its ``fetched`` row only, else null; and warc_filename, warc_record_offset,
+  warc_record_length joined from warc_index/ by URL and layer (null when not archived).
 - ``host_layer``: one per (layer, host): URLs, summed fetch seconds, bytes, URLs by
   status and by reason (why deferred, denied, failed). The report takes each layer's
   politeness lower bound (largest host x delay) and its slowest hosts from these, so it
   never has to hold a per-host table in one process.
 
-One shuffle: the join is keyed by URL, the host totals by (layer, host) with a combiner.
+One shuffle: the joins are keyed by URL, the host totals by (layer, host) with a combiner.
 The tasks need nothing beyond what the other jobs import (no pyarrow on the nodes).
 
 Run alone::
@@ -34,6 +36,10 @@ ROW_FIELDS = ('url', 'status', 'reason', 'http_status', 'fetch_time', 'content_t
               'elapsed', 'attempts')
 
 
+#: warc_index fields copied to the index row of the same URL and layer.
+WARC_FIELDS = ('warc_filename', 'warc_record_offset', 'warc_record_length')
+
+
 def index_row(page):
     """The index row of a page record (duplicate_of still unknown)."""
     row = {k: page.get(k) for k in ROW_FIELDS}
@@ -48,6 +54,8 @@ def index_row(page):
         name = None
     row['registered_domain'] = registered_domain(name) if name else None
     row['duplicate_of'] = None
+    for field in WARC_FIELDS:
+        row[field] = None
     return row
 
 
@@ -74,8 +82,13 @@ class MRIndexRows(CrawlJob):
 
     def mapper_rows(self, _, line):
         """page line -> (['u', url], row) and (['h', layer, host], its totals);
-        merged line -> (['u', duplicate], {dup_of: canonical url}) per duplicate."""
-        for rec in self.records(line, 'page', 'merged'):
+        merged line -> (['u', duplicate], {dup_of: canonical url}) per duplicate;
+        warc_index line -> (['u', url], {warc: its file, offset, length, layer})."""
+        for rec in self.records(line, 'page', 'merged', 'warc_index'):
+            if rec['kind'] == 'warc_index':
+                yield ['u', rec['url']], {'warc': dict(
+                    {k: rec.get(k) for k in WARC_FIELDS}, layer=rec.get('layer'))}
+                continue
             if rec['kind'] == 'merged':
                 for dup in rec.get('duplicates') or ():
                     yield ['u', dup], {'dup_of': rec['url']}
@@ -111,10 +124,12 @@ class MRIndexRows(CrawlJob):
             self.count(C.INDEX_HOST_LAYERS)
             yield None, dict(totals, kind='host_layer', layer=key[1], host=key[2])
             return
-        rows, canonical = [], set()
+        rows, canonical, warc = [], set(), {}
         for v in values:
             if 'row' in v:
                 rows.append(v['row'])
+            elif 'warc' in v:
+                warc[v['warc'].pop('layer')] = v['warc']
             else:
                 canonical.add(v['dup_of'])
         if len(canonical) > 1:      # merge folds a URL into one page; say so if not
@@ -126,10 +141,16 @@ class MRIndexRows(CrawlJob):
                 row['duplicate_of'] = dup_of
                 placed = True
                 self.count(C.INDEX_DUPLICATE_ROWS)
+            archived = warc.pop(row['layer'], None)
+            if archived is not None:
+                row.update(archived)
+                self.count(C.INDEX_WARC_ROWS)
             self.count(C.INDEX_ROWS)
             yield None, row
         if dup_of is not None and not placed:
             self.count(C.INDEX_DUPLICATE_NOT_A_ROW)
+        if warc:      # an archived URL of a layer with no page record for it
+            self.count(C.INDEX_WARC_NOT_A_ROW, len(warc))
 
 
 if __name__ == '__main__':

@@ -42,6 +42,8 @@ class MRParse(CrawlJob):
 
     def parse_doc(self, doc):
         body = doc.pop('body', None)
+        for key in ('http', 'warc_body'):   # for the WARC job (doc/ only), not for out/
+            doc.pop(key, None)
         page = dict(doc, kind='page', title=None, text='', links=[], canonical=None,
                     noindex=False, nofollow=False, site=None, fields=None,
                     fields_checksum=None, refetch_interval=None, relevance=None,

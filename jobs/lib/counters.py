@@ -134,8 +134,25 @@ INDEX_HOST_LAYERS = 'index_host_layers_total'     #: (layer, host) totals writte
 INDEX_DUPLICATE_ROWS = 'index_duplicate_rows_total'  #: fetched rows with a duplicate_of
 INDEX_DUPLICATE_NOT_A_ROW = 'index_duplicate_not_a_row_total'  #: merged/ names a duplicate
 #: URL with no fetched page record (left out of the index)
+INDEX_WARC_ROWS = 'index_warc_rows_total'  #: rows given a WARC file/offset/length
+INDEX_WARC_NOT_A_ROW = 'index_warc_not_a_row_total'  #: warc_index/ names a URL and layer
+#: with no page record (left out of the index)
 INDEX_DUPLICATE_CONFLICT = 'index_duplicate_conflict_total'  #: URL folded into 2+ pages:
 #: the smallest canonical URL is kept
+
+# warc (MRWarc: WARC/1.1 files, jobs/warc.py)
+WARC = 'warc'
+WARC_FILES = 'files_total'                       #: WARC files written (one per map split)
+WARC_BYTES = 'bytes_total'                       #: bytes of those files (gzip)
+WARC_HEADERS_REBUILT = 'headers_rebuilt_total'   #: doc had no ``http`` field (fetched with
+#: WARC off): status line, headers and request rebuilt from the doc's fields
+WARC_PAYLOAD_NOT_VERBATIM = 'payload_not_verbatim_total'  #: body rebuilt from lossy text:
+#: its digest differs from the doc's (fetched with WARC off)
+# Also, by name: records_<type>_total (warcinfo, request, response, revisit);
+# response_total, revisit_identical_total, revisit_not_modified_total (what each archived
+# URL became); truncated_length_total, truncated_unspecified_total (WARC-Truncated);
+# skipped_<status>_total (no response to archive: network_error, robots_denied, ...;
+# skipped_no_body_total: a page record without its body).
 
 # xml
 XML_DOCS = 'xml_documents_total'

@@ -34,6 +34,16 @@ def _python_name(name):
     return enc.codec_info.name if enc is not None else name
 
 
+def encode(text, name):
+    """*text* encoded with the WHATWG encoding *name*, or None when that cannot give bytes
+    (an unknown name, a character the encoding lacks). ``decode`` then ``encode`` gives
+    the received bytes back unless decoding replaced bytes or dropped a BOM."""
+    try:
+        return text.encode(_python_name(name or DEFAULT), 'strict')
+    except (LookupError, UnicodeError):
+        return None
+
+
 def bom(body):
     for mark, name in _BOMS:
         if body.startswith(mark):

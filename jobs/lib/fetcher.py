@@ -320,6 +320,20 @@ def digest(body):
     return 'sha1:' + base64.b32encode(hashlib.sha1(body).digest()).decode('ascii')
 
 
+def http_exchange(resp):
+    """What a WARC request/response pair needs beyond the doc record (warc.enabled):
+    ``{version, reason, headers, request}``; headers are ``[name, value]`` lists in the
+    order received (repeated names kept), request = {method, path, headers sent}."""
+    version = getattr(resp.raw, 'version', 11)
+    raw_headers = getattr(resp.raw, 'headers', None) or resp.headers
+    req = resp.request
+    return {'version': 'HTTP/1.0' if version == 10 else 'HTTP/1.1',
+            'reason': resp.reason or '',
+            'headers': [[k, v] for k, v in raw_headers.items()],
+            'request': {'method': req.method or 'GET', 'path': req.path_url,
+                        'headers': [[k, v] for k, v in req.headers.items()]}}
+
+
 def _error_reason(exc):
     """Short reason for a network exception (used in counters)."""
     seen = set()
@@ -434,6 +448,8 @@ class HostFetcher:
         self.max_retry_after = fet.get('max_retry_after', 0.0)
         self.max_failures = fet.get('max_consecutive_failures', 0)
         self.keep_types = tuple(t.lower() for t in fet.get('keep_types', ()))
+        #: warc.enabled: doc records carry what the WARC job needs (``http``, ``warc_body``)
+        self.warc = bool(conf.get('warc', {}).get('enabled', False))
         self.max_url_length = conf.get('filter', {}).get('max_url_length', 2048)
         self.robots_cache = robots_cache or RobotsCache()
         RESOLVER.allow_private = conf['security']['allow_private_networks']
@@ -763,6 +779,8 @@ class HostFetcher:
         doc['http_status'] = resp.status_code
         doc['content_type'] = mime
         doc['headers'] = {k: resp.headers[k] for k in _KEPT_HEADERS if k in resp.headers}
+        if self.warc:
+            doc['http'] = http_exchange(resp)
         if resp.status_code == 304:
             doc.update(status=R.FETCH_NOT_MODIFIED, reason='http_304')
             return
@@ -779,6 +797,10 @@ class HostFetcher:
         doc['digest'] = digest(body)
         if html:
             doc['body'], doc['encoding'] = encoding.decode(body, ctype)
+            if self.warc and encoding.encode(doc['body'], doc['encoding']) != body:
+                # Decoding was lossy (bytes replaced, a BOM dropped, a character cut by
+                # the size limit): the WARC gets the bytes as received.
+                doc['warc_body'] = base64.b64encode(body).decode('ascii')
         else:
             # A configured type: the bytes as they came, for a handler downstream. Not
             # put in `body`, which the parse job reads as HTML.

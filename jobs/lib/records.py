@@ -20,11 +20,17 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     content-encoding), attempts (int: requests made for it, retries and redirect hops
     included; 0 when none was made), raw_body (str, only for a type listed in
     ``fetch.keep_types``: base64 of the body bytes, which ``body`` then leaves null).
+    Only with ``warc.enabled`` (for MRWarc; MRParse drops both): http ({version:
+    ``HTTP/1.1``, reason: the status line's reason phrase, headers: list of [name,
+    value] as received, request: {method, path, headers: list of [name, value] sent}}:
+    the final response's exchange, on records that got a response), warc_body (str:
+    base64 of an HTML body's bytes as received, only when ``body`` does not re-encode to
+    them with ``encoding``: replaced bytes, a BOM, a character cut by the size limit).
     A ``url`` record may carry ``etag`` and ``last_modified`` (from a previous fetch):
     the fetch then sends If-None-Match / If-Modified-Since, and a 304 is not_modified.
 
 ``page`` (out/NNN, MRParse): exactly one per doc record
-    every doc field but body, plus title (str|null), text (str), links (list of
+    every doc field but body (and http, warc_body), plus title (str|null), text (str), links (list of
     {url, text, rel}), canonical (str|null), noindex (bool), nofollow (bool);
     site (str|null: the conf/sites configuration the page's final URL matched),
     fields (dict|null: field name -> extracted value: str, int, float, ISO date str,
@@ -92,7 +98,14 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     url, host (host[:port]), registered_domain, status, reason, http_status,
     fetch_time, content_type, length, digest, depth, layer, title, language,
     final_url, elapsed, attempts (as in the page), duplicate_of (str|null: the merged
-    page's canonical URL when this fetched URL was folded into it).
+    page's canonical URL when this fetched URL was folded into it), warc_filename,
+    warc_record_offset, warc_record_length (from warc_index/ for the same URL and layer;
+    null when not archived).
+
+``warc_index`` (warc_index/NNN, recrawl/RRR/warc_index; MRWarc): one per archived URL
+    url, layer, warc_filename (str: relative to the crawl folder, ``warc/NAME.warc.gz``),
+    warc_record_offset, warc_record_length (int: the gzip member of its response or
+    revisit record), warc_type (``response`` or ``revisit``).
 
 ``host_layer`` (index_rows/ -> OUT/hosts/ Parquet, MRIndexRows): one per (layer, host)
     layer, host, urls (int), elapsed (float: summed fetch seconds), bytes (int: of

@@ -1,0 +1,279 @@
+"""WARC/1.1 records from doc records, and the files they go into (warcio).
+
+Pure helpers for jobs/warc.py (MRWarc); nothing here imports mrjob.
+
+**What a doc record becomes** (:func:`plan`):
+
+- ``fetched`` -> a ``response`` record (the final response of the URL's redirect chain,
+  WARC-Target-URI = ``final_url``) and its ``request`` record (WARC-Concurrent-To the
+  response). When the URL record carried ``prev`` (a re-crawl) and the body's digest
+  equals ``prev.digest``, a ``revisit`` record (profile identical-payload-digest,
+  WARC-Refers-To-Target-URI = the final URL, WARC-Refers-To-Date = ``prev.last_fetch``)
+  replaces the response: HTTP headers only, no payload.
+- ``not_modified`` (a 304 to a conditional request) -> ``revisit``, profile
+  server-not-modified, with the 304's headers, plus its request.
+- ``http_error`` -> ``response`` with the status line and headers; the fetcher does not
+  read error bodies, so the payload is empty and the record says
+  ``WARC-Truncated: unspecified``. The same for a 2xx of a type whose body the fetch
+  did not keep (not HTML and not in ``fetch.keep_types``).
+- everything else (network_error, robots_denied, filtered, deferred, redirected: no
+  final response was received or kept) -> nothing; the job counts it as skipped.
+
+**The HTTP message is rebuilt, not the bytes from the wire.** The fetcher decompresses
+(Content-Encoding) and de-chunks (Transfer-Encoding) bodies before anything is stored,
+so the response record holds the decoded payload, the received headers without
+Content-Encoding and Transfer-Encoding, and a Content-Length equal to the stored
+payload. Heritrix instead writes the exact bytes received (still gzip-compressed and
+chunked if the server sent them so), which is what WARC readers replay verbatim;
+here replay tools see an uncompressed, identity-encoded response. The payload bytes are
+the bytes the server's body decoded to: the fetcher keeps them as ``warc_body`` when the
+stored text does not re-encode to them (lossy decoding), else they are the text
+re-encoded with the doc's ``encoding``; WARC-Payload-Digest therefore equals the doc's
+``digest``. A body cut at ``fetch.max_body_bytes`` is marked ``WARC-Truncated: length``.
+Redirect hops (3xx) and robots.txt responses are not archived: the fetcher does not
+keep them. The status line, the received headers and the request (method, path,
+headers sent) come from the doc's ``http`` field, which the fetcher fills when
+``warc.enabled`` is on; without it (a doc written with WARC off) they are rebuilt from
+the doc's fields (reason phrase from the status code, the kept headers, the
+configured User-Agent), and the job counts ``headers_rebuilt_total``.
+
+Record ids are UUID5 of (file prefix, record type, URL, fetch time) and every date is
+the fetch time, so a re-run of a task writes byte-identical files.
+"""
+import base64
+import hashlib
+import http.client
+import io
+import os
+import uuid
+from urllib.parse import urlsplit
+
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from jobs.lib import encoding, records as R
+
+WARC_VERSION = 'WARC/1.1'
+PROFILE_IDENTICAL = 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest'
+PROFILE_NOT_MODIFIED = 'http://netpreserve.org/warc/1.1/revisit/server-not-modified'
+_DROPPED = ('content-encoding', 'transfer-encoding', 'content-length')
+_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, 'https://github.com/mrcrawl/mrcrawl/warc')
+
+#: What :func:`plan` decides for a doc record.
+RESPONSE = 'response'
+REVISIT_IDENTICAL = 'revisit_identical'
+REVISIT_NOT_MODIFIED = 'revisit_not_modified'
+
+
+def digest(data):
+    """``sha1:`` + base32 of the SHA-1 of *data* (the fetcher's and WARC's form)."""
+    return 'sha1:' + base64.b32encode(hashlib.sha1(data).digest()).decode('ascii')
+
+
+def plan(doc):
+    """RESPONSE, REVISIT_IDENTICAL or REVISIT_NOT_MODIFIED for *doc*, or None (skip)."""
+    status = doc.get('status')
+    if status == R.FETCH_NOT_MODIFIED:
+        return REVISIT_NOT_MODIFIED
+    if status == R.FETCH_FETCHED:
+        prev = doc.get('prev') or {}
+        if doc.get('digest') and prev.get('digest') == doc['digest']:
+            return REVISIT_IDENTICAL
+        return RESPONSE
+    if status == R.FETCH_HTTP_ERROR and doc.get('http_status'):
+        return RESPONSE
+    return None
+
+
+def payload(doc):
+    """``(bytes or None, verbatim)``: the body bytes as received, or None when the fetch
+    did not keep the body. *verbatim* is False when they could only be rebuilt from
+    lossy text (a doc fetched with WARC off): their digest then differs from the doc's."""
+    for field in ('warc_body', 'raw_body'):
+        if doc.get(field) is not None:
+            return base64.b64decode(doc[field]), True
+    body = doc.get('body')
+    if body is None:
+        return None, True
+    data = encoding.encode(body, doc.get('encoding'))
+    if data is None:
+        data = body.encode('utf-8')
+    return data, doc.get('digest') in (None, digest(data))
+
+
+def response_headers(doc, length):
+    """warcio StatusAndHeaders of *doc*'s final response; Content-Length = *length*
+    (None: no Content-Length, for a server-not-modified revisit). Returns
+    ``(headers, rebuilt)``: *rebuilt* when the doc had no ``http`` field."""
+    exchange = doc.get('http')
+    code = int(doc.get('http_status') or 200)
+    if exchange:
+        protocol, reason = exchange.get('version') or 'HTTP/1.1', exchange.get('reason', '')
+        received = [(k, v) for k, v in exchange.get('headers') or ()]
+    else:
+        protocol, reason = 'HTTP/1.1', http.client.responses.get(code, '')
+        received = []
+        if doc.get('content_type'):
+            ctype = doc['content_type']
+            if doc.get('encoding'):
+                ctype += '; charset=' + doc['encoding']
+            received.append(('Content-Type', ctype))
+        received += [(k, v) for k, v in sorted((doc.get('headers') or {}).items())]
+    headers = [(k, v) for k, v in received if k.lower() not in _DROPPED]
+    if length is not None:
+        headers.append(('Content-Length', str(length)))
+    statusline = ('%d %s' % (code, reason)).rstrip()
+    return StatusAndHeaders(statusline, headers, protocol=protocol), not exchange
+
+
+def request_headers(doc, user_agent):
+    """warcio StatusAndHeaders of the request that got *doc*'s final response; the Host
+    header is the final URL's (urllib3 adds it on the wire, requests does not list it)."""
+    url = doc.get('final_url') or doc['url']
+    parts = urlsplit(url)
+    exchange = (doc.get('http') or {}).get('request')
+    if exchange:
+        method, path = exchange.get('method') or 'GET', exchange.get('path') or '/'
+        sent = [(k, v) for k, v in exchange.get('headers') or () if k.lower() != 'host']
+    else:
+        method = 'GET'
+        path = (parts.path or '/') + ('?' + parts.query if parts.query else '')
+        sent = [('User-Agent', user_agent)]
+    return StatusAndHeaders('%s %s HTTP/1.1' % (method, path), [('Host', parts.netloc)] + sent,
+                            is_http_request=True)
+
+
+def record_id(prefix, kind, doc):
+    key = '%s %s %s %s' % (prefix, kind, doc.get('final_url') or doc['url'],
+                           doc.get('fetch_time'))
+    return '<urn:uuid:%s>' % uuid.uuid5(_NAMESPACE, key)
+
+
+class WarcFile:
+    """One WARC file (gzip per record, so any record can be read by offset and length).
+
+    Written to a local file (*path*) as records come; :meth:`close` returns its size.
+    """
+
+    def __init__(self, path, name, prefix, info):
+        self.path, self.name, self.prefix = path, name, prefix
+        self.f = open(path, 'wb')
+        self.writer = WARCWriter(self.f, gzip=True, warc_version=WARC_VERSION)
+        self.info = info
+        self.started = False
+
+    def _write(self, record):
+        start = self.f.tell()
+        self.writer.write_record(record)
+        return start, self.f.tell() - start
+
+    def _warcinfo(self, date):
+        fields = ''.join('%s: %s\r\n' % kv for kv in self.info.items() if kv[1])
+        data = fields.encode('utf-8')
+        headers = {'WARC-Record-ID': record_id(self.prefix, 'warcinfo',
+                                               {'url': self.name, 'fetch_time': date}),
+                   'WARC-Date': date, 'WARC-Filename': self.name}
+        rec = self.writer.create_warc_record('', 'warcinfo', payload=io.BytesIO(data),
+                                             length=len(data), warc_headers_dict=headers)
+        return self._write(rec)
+
+    def add(self, doc, user_agent):
+        """Write *doc*'s records. Returns a dict: kind (RESPONSE...), offset and length of
+        the response/revisit record, records written by type, rebuilt, verbatim,
+        truncated; or None when :func:`plan` skips the doc."""
+        kind = plan(doc)
+        if kind is None:
+            return None
+        out = {'kind': kind, 'types': {}, 'rebuilt': False, 'verbatim': True,
+               'truncated': None}
+        date = doc.get('fetch_time') or R.now_iso()
+        if not self.started:
+            self.started = True
+            self._warcinfo(date)
+            out['types']['warcinfo'] = 1
+        uri = doc.get('final_url') or doc['url']
+        rid = record_id(self.prefix, kind, doc)
+        warc_headers = {'WARC-Record-ID': rid, 'WARC-Date': date}
+        if kind == REVISIT_NOT_MODIFIED:
+            http_headers, rebuilt = response_headers(doc, None)
+            prev = doc.get('prev') or {}
+            warc_headers.update({'WARC-Profile': PROFILE_NOT_MODIFIED,
+                                 'WARC-Refers-To-Target-URI': uri})
+            if prev.get('last_fetch'):
+                warc_headers['WARC-Refers-To-Date'] = prev['last_fetch']
+            rec = self.writer.create_warc_record(uri, 'revisit', http_headers=http_headers,
+                                                 warc_headers_dict=warc_headers)
+        elif kind == REVISIT_IDENTICAL:
+            http_headers, rebuilt = response_headers(doc, doc.get('length') or 0)
+            prev = doc['prev']
+            warc_headers.update({'WARC-Profile': PROFILE_IDENTICAL,
+                                 'WARC-Refers-To-Target-URI': uri,
+                                 'WARC-Payload-Digest': doc['digest']})
+            if prev.get('last_fetch'):
+                warc_headers['WARC-Refers-To-Date'] = prev['last_fetch']
+            rec = self.writer.create_warc_record(uri, 'revisit', http_headers=http_headers,
+                                                 warc_headers_dict=warc_headers)
+        else:
+            data, out['verbatim'] = payload(doc)
+            if data is None:
+                out['truncated'] = 'unspecified'     # the fetch never read this body
+                data = b''
+            elif doc.get('truncated'):
+                out['truncated'] = 'length'
+            if out['truncated']:
+                warc_headers['WARC-Truncated'] = out['truncated']
+            http_headers, rebuilt = response_headers(doc, len(data))
+            rec = self.writer.create_warc_record(uri, 'response', payload=io.BytesIO(data),
+                                                 length=len(data), http_headers=http_headers,
+                                                 warc_headers_dict=warc_headers)
+        offset, length = self._write(rec)
+        rtype = 'revisit' if kind != RESPONSE else 'response'
+        out['types'][rtype] = 1
+        req_headers = request_headers(doc, user_agent)
+        req = self.writer.create_warc_record(uri, 'request', http_headers=req_headers,
+                                             warc_headers_dict={
+                                                 'WARC-Record-ID': record_id(
+                                                     self.prefix, 'request', doc),
+                                                 'WARC-Date': date,
+                                                 'WARC-Concurrent-To': rid})
+        self._write(req)
+        out['types']['request'] = 1
+        out.update(offset=offset, length=length, rebuilt=rebuilt or out['rebuilt'])
+        return out
+
+    def close(self):
+        self.f.close()
+        return os.path.getsize(self.path)
+
+
+def file_name(prefix, input_file, start):
+    """``PREFIX-part-00000-0.warc.gz`` for the map split of *input_file* at byte *start*."""
+    base = input_file.rstrip('/').rsplit('/', 1)[-1]
+    for ext in ('.gz', '.bz2', '.json'):
+        if base.endswith(ext):
+            base = base[:-len(ext)]
+    return '%s-%s-%s.warc.gz' % (prefix, base, int(start or 0))
+
+
+def commit_local(tmp_path, folder, name):
+    """Move the finished *tmp_path* to *folder*/*name*, replacing a previous attempt's."""
+    os.makedirs(folder, exist_ok=True)
+    os.replace(tmp_path, os.path.join(folder, name))
+
+
+def commit_hdfs(tmp_path, folder, name, webhdfs_url, user):
+    """Upload *tmp_path* to the HDFS *folder*/*name* through WebHDFS: to a temporary
+    name, then delete + rename (WebHDFS rename does not replace), so a retried task
+    attempt replaces its predecessor's file rather than adding one."""
+    from hdfs import InsecureClient
+    from urllib.parse import urlparse
+    path = urlparse(folder).path if folder.startswith('hdfs://') else folder
+    client = InsecureClient(webhdfs_url, user=user or None)
+    client.makedirs(path)
+    final = '%s/%s' % (path.rstrip('/'), name)
+    tmp = '%s/.tmp-%s-%s' % (path.rstrip('/'), name, uuid.uuid4().hex[:8])
+    with open(tmp_path, 'rb') as f:
+        client.write(tmp, data=f, overwrite=True)
+    client.delete(final)
+    client.rename(tmp, final)
+    os.remove(tmp_path)
