@@ -5,7 +5,9 @@ several depths, a robots.txt with a Disallow, a duplicate page, a redirect, a 40
 spider trap (ever-deeper links), a non-HTML file, a Latin-1 page, a nofollow link,
 links in every spelling a crawler must normalise, two near-duplicate pages (the same long
 article with another date and session id) and a printable page whose rel=canonical names
-the page it copies. Every request is logged (time,
+the page it copies; under /media/ (linked from nowhere else: seed it) film pages naming
+a video and a still as secondary resources (tests/data/sites/media.toml). Every
+request is logged (time,
 client address, Host, path, User-Agent) so tests check politeness and robots from the
 server's own log.
 
@@ -115,6 +117,20 @@ PAGES = {
     '/~user/': _page('User page', '<p>Reached through %7Euser.</p>'),
     '/private/secret.html': _page('Secret', '<p>robots.txt forbids this page.</p>'),
     '/nofollow.html': _page('Not followed', ''),
+    # Media pages (secondary resources): not linked from '/', so other crawls never see them.
+    '/media/': _page('Films', _links('/media/film1.html', '/media/film2.html')),
+    '/media/film1.html': _page('Film one', '<video><source src="clip.mp4"></video>'
+                               '<img class="still" src="/media/still.jpg">'),
+    '/media/film2.html': _page('Film two', '<video><source src="/media/clip.mp4"></video>'
+                               '<video><source src="/private/trailer.mp4"></video>' +
+                               _links('/media/clip.mp4', '/media/')),
+}
+
+#: Bodies of the media files: deterministic bytes, the clip bigger than a small cap.
+MEDIA = {
+    '/media/clip.mp4': (bytes(range(256)) * 1024, 'video/mp4'),          # 256 KiB
+    '/media/still.jpg': (b'\xff\xd8\xff\xe0' + bytes(range(200)) * 20, 'image/jpeg'),
+    '/private/trailer.mp4': (b'\0' * 1000, 'video/mp4'),                 # robots: disallowed
 }
 
 
@@ -170,6 +186,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._send(200, '<html><head><title>Caf\xe9</title></head><body>'
                               '<p>Cr\xe8me br\xfbl\xe9e</p></body></html>'.encode('latin-1'),
                               'text/html; charset=iso-8859-1')
+        if path in MEDIA:
+            return self._send(200, MEDIA[path][0], MEDIA[path][1])
         if path == '/image.png':
             return self._send(200, b'\x89PNG\r\n\x1a\n' + b'\0' * 64, 'image/png')
         if path.startswith('/trap/'):
