@@ -164,6 +164,7 @@ class MRParse(CrawlJob):
     def url_source(self, page, base, kind, entries):
         """robots.txt or a sitemap: its URLs become links that add no depth."""
         self.count(C.sitemap_parsed(kind))
+        self.count(C.SITEMAP_URLS, len(entries))
         page['sitemap'] = kind
         page['noindex'] = True    # a list of URLs, not a page for the indexes
         page['link_depth_step'] = 0

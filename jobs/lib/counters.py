@@ -56,6 +56,7 @@ RESOURCE_DOCS = 'resource_docs_total'       #: fetched resources passed on unpar
 PAGES_ON_TOPIC = 'pages_on_topic_total'     #: relevance >= topic.min_score
 PAGES_OFF_TOPIC = 'pages_off_topic_total'   #: relevance below topic.min_score
 ROBOTS_LINKED = 'robots_txt_linked_total'   #: seed pages that linked their robots.txt (sitemaps)
+SITEMAP_URLS = 'sitemap_urls_total'         #: URLs read from sitemaps and robots.txt Sitemap: lines
 SITEMAP_ERROR = 'sitemap_error_total'       #: a sitemap that could not be read (over a cap, bad XML)
 TEXT_PAGES = 'text_pages_total'             #: text/plain bodies kept as page text
 OTHER_CONTENT = 'other_content_total'       #: kept bodies of a type no handler reads
