@@ -107,58 +107,19 @@ def parse(html, base_url, max_text_chars=None, tree=None, headings=True):
     """
     if tree is None:
         tree = LexborHTMLParser(limit_nesting(html))
-    # The document's base URL is its first <base href>, wherever it stands.
-    base_node = tree.css_first('base[href]')
+    # The document's base URL is its first <base href>, wherever it stands. The parser
+    # puts every <base> before <body> into <head>, so looking there first is enough;
+    # a <base> in the body is rare and is found by the link scan, which then reruns.
+    head = tree.head
+    base_node = (head if head is not None else tree).css_first('base[href]')
     base = base_url
     if base_node is not None:
         base = urls.resolve(base_url, base_node.attributes.get('href')) or base_url
-    resolve = urls.PageResolver(base)
-    links = []        # one pass, in document order
-    canonical = None
-    robots = ''
-    description = og_description = None
-    known = resolve.cache.get     # a repeated href costs a dict look-up, not a call
-    for node in tree.css(_LINK_SELECTOR):
-        tag = node.tag
-        attrs = node.attributes
-        if tag == 'a':
-            href = attrs.get('href')
-            url = known(href, _MISS)
-            if url is _MISS:
-                url = resolve(href)
-            if url is not None:
-                rel = attrs.get('rel')
-                text = node.text(deep=True, separator=' ')
-                links.append({'url': url, 'text': ' '.join(text.split()) if text else '',
-                              'rel': rel.lower() if rel else '', 'tag': tag})
-        elif tag == 'area':
-            url = resolve(attrs.get('href'))
-            if url is not None:
-                rel = attrs.get('rel')
-                links.append({'url': url, 'text': _clean(attrs.get('alt')),
-                              'rel': rel.lower() if rel else '', 'tag': tag})
-        elif tag == 'frame' or tag == 'iframe':
-            url = resolve(attrs.get('src'))
-            if url is not None:
-                links.append({'url': url, 'text': '', 'rel': '', 'tag': tag})
-        elif tag == 'link':
-            rel = (attrs.get('rel') or '').lower().split()
-            if 'canonical' in rel and canonical is None:
-                canonical = attrs.get('href')
-        elif tag == 'meta':
-            name = (attrs.get('name') or '').lower()
-            equiv = (attrs.get('http-equiv') or '').lower()
-            if name == 'robots':
-                robots += ',' + (attrs.get('content') or '').lower()
-            elif name == 'description' and description is None:
-                description = _clean(attrs.get('content'))[:MAX_DESCRIPTION_CHARS]
-            elif (attrs.get('property') or '').lower() == 'og:description' \
-                    and og_description is None:
-                og_description = _clean(attrs.get('content'))[:MAX_DESCRIPTION_CHARS]
-            elif equiv == 'refresh':
-                url = resolve(_refresh_target(attrs.get('content')))
-                if url is not None:
-                    links.append({'url': url, 'text': '', 'rel': '', 'tag': 'meta'})
+    scan = _scan(tree, base, watch_base=head is not None and base_node is None)
+    if scan[-1] is not None:
+        base = urls.resolve(base_url, scan[-1]) or base_url
+        scan = _scan(tree, base, watch_base=False)
+    links, canonical, robots, description, og_description, _ = scan
     if canonical is not None:
         canonical = urls.resolve(base, canonical)
     title_node = tree.css_first('title')
@@ -194,6 +155,63 @@ def parse(html, base_url, max_text_chars=None, tree=None, headings=True):
         'description': description or og_description or None,
         'headings': headings,
     }
+
+
+def _scan(tree, base, watch_base):
+    """One pass over the link-bearing elements: (links, canonical href, meta robots,
+    description, og:description, href of a <base> found in the body when *watch_base*
+    (the caller then scans again with it), else None."""
+    resolve = urls.PageResolver(base)
+    links = []        # one pass, in document order
+    canonical = None
+    robots = ''
+    description = og_description = None
+    known = resolve.cache.get     # a repeated href costs a dict look-up, not a call
+    for node in tree.css(_LINK_SELECTOR):
+        tag = node.tag
+        attrs = node.attributes
+        if tag == 'a':
+            href = attrs.get('href')
+            url = known(href, _MISS)
+            if url is _MISS:
+                url = resolve(href)
+            if url is not None:
+                rel = attrs.get('rel')
+                text = node.text(deep=True, separator=' ')
+                links.append({'url': url, 'text': ' '.join(text.split()) if text else '',
+                              'rel': rel.lower() if rel else '', 'tag': tag})
+        elif tag == 'area':
+            url = resolve(attrs.get('href'))
+            if url is not None:
+                rel = attrs.get('rel')
+                links.append({'url': url, 'text': _clean(attrs.get('alt')),
+                              'rel': rel.lower() if rel else '', 'tag': tag})
+        elif tag == 'frame' or tag == 'iframe':
+            url = resolve(attrs.get('src'))
+            if url is not None:
+                links.append({'url': url, 'text': '', 'rel': '', 'tag': tag})
+        elif tag == 'base':
+            if watch_base:     # the document's first <base>, in the body: start again
+                return [], None, '', None, None, attrs.get('href')
+        elif tag == 'link':
+            rel = (attrs.get('rel') or '').lower().split()
+            if 'canonical' in rel and canonical is None:
+                canonical = attrs.get('href')
+        elif tag == 'meta':
+            name = (attrs.get('name') or '').lower()
+            equiv = (attrs.get('http-equiv') or '').lower()
+            if name == 'robots':
+                robots += ',' + (attrs.get('content') or '').lower()
+            elif name == 'description' and description is None:
+                description = _clean(attrs.get('content'))[:MAX_DESCRIPTION_CHARS]
+            elif (attrs.get('property') or '').lower() == 'og:description' \
+                    and og_description is None:
+                og_description = _clean(attrs.get('content'))[:MAX_DESCRIPTION_CHARS]
+            elif equiv == 'refresh':
+                url = resolve(_refresh_target(attrs.get('content')))
+                if url is not None:
+                    links.append({'url': url, 'text': '', 'rel': '', 'tag': 'meta'})
+    return links, canonical, robots, description, og_description, None
 
 
 def extract_links(html, base_url):

@@ -87,9 +87,6 @@ _PLAIN_REF_RE = re.compile(r"([A-Za-z0-9._~!$&'()*+,;=@/-]*)"
                            r"(#[A-Za-z0-9._~!$&'()*+,;=:@/?%-]*)?\Z")
 
 
-# A fragment the URL standard keeps as it is (nothing in the fragment percent-encode set).
-_SAFE_FRAGMENT_RE = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@/?%-]*\Z")
-
 _MISS = object()
 
 
@@ -146,18 +143,6 @@ class PageResolver:
             return url
         if href is None:
             return None
-        pre, sep, frag = href.partition('#')
-        if sep and pre[-1:] > ' ' and _SAFE_FRAGMENT_RE.match(frag):
-            # page.html#a, page.html#b ...: resolve page.html once; a fragment is only
-            # appended (its characters need no escaping, and nothing before it ends in
-            # the spaces the standard would trim from the whole reference).
-            url = self.cache.get(pre, _MISS)
-            if url is _MISS:
-                url = self(pre)
-            if url is not None and url.startswith(('http://', 'https://')):
-                url = url + '#' + frag
-                self.cache[href] = url
-                return url
         m = _PLAIN_REF_RE.match(href) if self.origin is not None else None
         if m is None or href.startswith('//'):
             url = resolve(self.base, href)
