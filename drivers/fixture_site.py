@@ -5,7 +5,9 @@ several depths, a robots.txt with a Disallow, a duplicate page, a redirect, a 40
 spider trap (ever-deeper links), a non-HTML file, a Latin-1 page, a nofollow link,
 links in every spelling a crawler must normalise, two near-duplicate pages (the same long
 article with another date and session id) and a printable page whose rel=canonical names
-the page it copies. Every request is logged (time,
+the page it copies; under /media/ (linked from nowhere else: seed it) film pages naming
+a video and a still as secondary resources (tests/data/sites/media.toml). Every
+request is logged (time,
 client address, Host, path, User-Agent) so tests check politeness and robots from the
 server's own log.
 
@@ -36,7 +38,13 @@ robustness tests; ``id=`` names a counter so "the first n requests" are per test
     /fault/conditional?etag=E              304 when If-None-Match is E, else 200 + ETag E
 
 ``FixtureSite(robots=BYTES, robots_status=CODE)`` serves another robots.txt.
+
+Sitemaps (tests/test_sitemaps.py; give robots.txt a ``Sitemap: site.url(SITEMAP_INDEX)``
+line): /sitemap_index.xml.gz, a gzipped sitemap index naming /sitemaps/pages.xml,
+/sitemaps/more.xml.gz (gzipped) and /sitemaps/evil.xml (an XXE to a local file and to
+/xxe-probe, and a billion-laughs entity), which list /hidden/N.html: pages no page links.
 """
+import gzip
 import hashlib
 import http.server
 import socket
@@ -115,6 +123,57 @@ PAGES = {
     '/~user/': _page('User page', '<p>Reached through %7Euser.</p>'),
     '/private/secret.html': _page('Secret', '<p>robots.txt forbids this page.</p>'),
     '/nofollow.html': _page('Not followed', ''),
+    # Media pages (secondary resources): not linked from '/', so other crawls never see them.
+    '/media/': _page('Films', _links('/media/film1.html', '/media/film2.html')),
+    '/media/film1.html': _page('Film one', '<video><source src="clip.mp4"></video>'
+                               '<img class="still" src="/media/still.jpg">'),
+    '/media/film2.html': _page('Film two', '<video><source src="/media/clip.mp4"></video>'
+                               '<video><source src="/private/trailer.mp4"></video>' +
+                               _links('/media/clip.mp4', '/media/')),
+}
+
+SITEMAP_INDEX = '/sitemap_index.xml.gz'
+#: The pages only the sitemaps list.
+HIDDEN = ('/hidden/1.html', '/hidden/2.html', '/hidden/3.html')
+PAGES.update({p: _page('Hidden page %s' % p[8], '<p>Listed in a sitemap only.</p>')
+              for p in HIDDEN})
+
+
+def _sitemap(site, path):
+    """(body, content type) of the sitemap files, absolute URLs on *site*."""
+    u = site.url
+    if path == SITEMAP_INDEX:
+        return gzip.compress(
+            ('<?xml version="1.0" encoding="UTF-8"?><sitemapindex '
+             'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">%s</sitemapindex>' % ''.join(
+                 '<sitemap><loc>%s</loc></sitemap>' % u(p) for p in (
+                     '/sitemaps/pages.xml', '/sitemaps/more.xml.gz', '/sitemaps/evil.xml'))
+             ).encode()), 'application/gzip'
+    if path == '/sitemaps/pages.xml':
+        return ('<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/'
+                '0.9"><url><loc>%s</loc><lastmod>2026-11-01</lastmod></url><url><loc>%s</loc>'
+                '</url></urlset>' % (u(HIDDEN[0]), u(HIDDEN[1]))).encode(), 'application/xml'
+    if path == '/sitemaps/more.xml.gz':
+        return gzip.compress(('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                              '<url><loc>%s</loc></url></urlset>' % u(HIDDEN[2])).encode()), \
+            'application/x-gzip'
+    if path == '/sitemaps/evil.xml':
+        return ('<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY file SYSTEM '
+                '"file:///etc/passwd"><!ENTITY probe SYSTEM "%s"><!ENTITY a "aaaaaaaaaa">'
+                '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;"><!ENTITY c "&b;&b;&b;&b;&b;&b;&b;'
+                '&b;&b;&b;"><!ENTITY d "&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;"><!ENTITY e "&d;&d;&d;'
+                '&d;&d;&d;&d;&d;&d;&d;"><!ENTITY f "&e;&e;&e;&e;&e;&e;&e;&e;&e;&e;">]>'
+                '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>%s'
+                '?x=&file;&probe;&f;</loc></url></urlset>' % (u('/xxe-probe'), u('/hidden/evil'))
+                ).encode(), 'application/xml'
+    return None, None
+
+
+#: Bodies of the media files: deterministic bytes, the clip bigger than a small cap.
+MEDIA = {
+    '/media/clip.mp4': (bytes(range(256)) * 1024, 'video/mp4'),          # 256 KiB
+    '/media/still.jpg': (b'\xff\xd8\xff\xe0' + bytes(range(200)) * 20, 'image/jpeg'),
+    '/private/trailer.mp4': (b'\0' * 1000, 'video/mp4'),                 # robots: disallowed
 }
 
 
@@ -170,6 +229,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._send(200, '<html><head><title>Caf\xe9</title></head><body>'
                               '<p>Cr\xe8me br\xfbl\xe9e</p></body></html>'.encode('latin-1'),
                               'text/html; charset=iso-8859-1')
+        if path == SITEMAP_INDEX or path.startswith('/sitemaps/'):
+            body, ctype = _sitemap(site, path)
+            if body is not None:
+                return self._send(200, body, ctype)
+        if path in MEDIA:
+            return self._send(200, MEDIA[path][0], MEDIA[path][1])
         if path == '/image.png':
             return self._send(200, b'\x89PNG\r\n\x1a\n' + b'\0' * 64, 'image/png')
         if path.startswith('/trap/'):

@@ -24,6 +24,13 @@ reducer keeps the best top_n of the layer (``over_top_n_total``). URLs over a ca
 ``unfetched`` in crawldb and come back in later layers; only a cap's worth of
 candidates is held in memory.
 
+Secondary resources (crawldb records with ``resource_of``: files a site rule names on a
+fetched page) are outside both caps: they are keyed apart from their host's pages
+(``RESOURCE_KEY``), so they never take a page's place, and go to in/ with
+``resource_of``, ``resource_name`` and ``max_bytes`` (counter
+``generated_resources_total``). Their number is bounded where they are named
+(``parse.max_resources_per_page``) and only fetched pages name any.
+
 Re-crawl mode (``--recrawl-at TIME``, used by ``mrcrawl recrawl``): instead of unfetched
 URLs, select the fetched ones whose last fetch + ``fetch_interval`` is not after TIME,
 with what a conditional request needs (``etag``, ``last_modified``) and what the page
@@ -42,6 +49,9 @@ from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R, urls
 
 STRATEGIES = ('bfs', 'backlinks', 'opic', 'pagerank', 'major_site')
+#: Shuffle key of resource candidates (a space: never part of a host name).
+RESOURCE_KEY = ' resources'
+_RESOURCE_FIELDS = ('resource_of', 'resource_name', 'max_bytes')
 
 # A candidate travels as [depth, url, inlinks, topic_inlinks, score, pagerank, extra]:
 # extra is a dict merged into the url record (re-crawl validators), or None.
@@ -110,9 +120,10 @@ class MRGenerate(CrawlJob):
             if db['depth'] > self.options.max_depth:
                 self.count(C.BEYOND_DEPTH)
                 continue
-            yield urls.host(db['url']), [db['depth'], db['url'], db.get('inlinks') or 0,
-                                         db.get('topic_inlinks') or 0, db.get('score') or 0.0,
-                                         None, None]
+            extra = _resource_extra(db)
+            yield (urls.host(db['url']) if extra is None else RESOURCE_KEY), [
+                db['depth'], db['url'], db.get('inlinks') or 0,
+                db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
     def mapper_due(self, line):
         """db line -> (host, candidate), for fetched URLs due for a re-fetch."""
@@ -134,9 +145,12 @@ class MRGenerate(CrawlJob):
             for key in ('etag', 'last_modified'):
                 if db.get(key):
                     extra[key] = db[key]
-            yield urls.host(db['url']), [db['depth'], db['url'], db.get('inlinks') or 0,
-                                         db.get('topic_inlinks') or 0, db.get('score') or 0.0,
-                                         None, extra]
+            resource = _resource_extra(db)
+            if resource is not None:
+                extra.update(resource)
+            yield (urls.host(db['url']) if resource is None else RESOURCE_KEY), [
+                db['depth'], db['url'], db.get('inlinks') or 0,
+                db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
     def reducer_cap_host(self, host, values):
         """(host, candidates) -> its best candidates under filter.max_urls_per_host.
@@ -145,6 +159,15 @@ class MRGenerate(CrawlJob):
         nothing, to the single top-N reducer.
         """
         gen = self.conf['generate']
+        if host == RESOURCE_KEY:
+            # Resources: outside the caps (see the module doc), written as they come.
+            for cand in values:
+                self.count(C.GENERATED_RESOURCES)
+                if gen['top_n']:
+                    yield RESOURCE_KEY, cand
+                else:
+                    yield None, self._url_record(cand)
+            return
         strategy = gen['strategy']
         cands, ranks = [], {}
         if strategy in ('pagerank', 'major_site'):
@@ -170,8 +193,12 @@ class MRGenerate(CrawlJob):
             else:
                 yield None, self._url_record(cand)
 
-    def reducer_top_n(self, _, keyed):
-        """All hosts' candidates -> the layer's best generate.top_n."""
+    def reducer_top_n(self, key, keyed):
+        """All hosts' candidates -> the layer's best generate.top_n (resources pass)."""
+        if key == RESOURCE_KEY:
+            for cand in keyed:
+                yield None, self._url_record(cand)
+            return
         n, best = _keep_best(((tuple(k), c) for k, c in keyed), self.conf['generate']['top_n'])
         self.count(C.OVER_TOP_N, n - len(best))
         for _, cand in best:
@@ -183,6 +210,13 @@ class MRGenerate(CrawlJob):
         if cand[6]:
             rec.update(cand[6])
         return rec
+
+
+def _resource_extra(db):
+    """The resource fields of a db record for its url record, or None for a page."""
+    if db.get('resource_of') is None:
+        return None
+    return {k: db.get(k) for k in _RESOURCE_FIELDS}
 
 
 def _parse_time(text):

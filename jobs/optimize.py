@@ -6,6 +6,15 @@ one ``db`` record per known URL. It is an exact reduce-side join on the URL: a l
 a URL with no db record is new (status unfetched, depth = linking page's depth + 1);
 a link to a known URL only adds to its in-link count. No set of URLs is held in memory.
 
+Secondary resources a page names (its ``resources``, from site rules) join the same way:
+a new one becomes an unfetched record at the page's own depth (a resource is not a link
+hop) carrying ``resource_of`` (the naming page's final URL), ``resource_name`` and
+``max_bytes``, so MRGenerate puts it in the next in/ and the fetcher caps it. They never
+went through the link filters (an image is exactly what the extension deny list
+drops); the fetch still applies scheme, address, robots.txt and politeness rules. A URL
+named by several pages keeps one parent (the shallowest, then the smallest URL); one
+already known is fetched once, as anything else.
+
 Run alone::
 
     python -m jobs.optimize --crawl-conf crawl/conf.json --layer 1 crawl/crawldb/000 crawl/out/001 -o /tmp/db
@@ -16,7 +25,7 @@ from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R
 from jobs.lib.records import now_iso  # not from fetcher: importing requests costs 0.2 s a task
 
-_DB, _FETCH, _LINK = 0, 1, 2
+_DB, _FETCH, _LINK, _RESOURCE = 0, 1, 2, 3
 
 
 class MROptimize(CrawlJob):
@@ -66,8 +75,19 @@ class MROptimize(CrawlJob):
             if rec['status'] == R.FETCH_REDIRECTED and redirected:
                 # A redirect the fetcher left for the next layer (a hop to another
                 # politeness key): its target becomes known like a link, at the source's
-                # depth, since a redirect is not a link hop.
-                yield rec['final_url'], [_LINK, [rec.get('depth', 0), 1, 0, 0.0]]
+                # depth, since a redirect is not a link hop. A resource's target stays
+                # a resource of the same page.
+                if rec.get('resource_of') is not None:
+                    yield rec['final_url'], [_RESOURCE, [
+                        rec.get('depth', 0), rec['resource_of'], rec.get('resource_name'),
+                        rec.get('max_bytes')]]
+                else:
+                    yield rec['final_url'], [_LINK, [rec.get('depth', 0), 1, 0, 0.0]]
+            for res in rec.get('resources') or ():
+                # No depth added: a resource belongs to its page (see the module doc).
+                yield res['url'], [_RESOURCE, [rec.get('depth', 0),
+                                               rec.get('final_url') or rec['url'],
+                                               res.get('name'), res.get('max_bytes')]]
             # link_depth_step > 1: links of an off-topic page, deprioritised (topic).
             depth = rec.get('depth', 0) + rec.get('link_depth_step', 1)
             on_topic = 1 if rec.get('on_topic') else 0
@@ -94,11 +114,16 @@ class MROptimize(CrawlJob):
     def reducer_join(self, url, values):
         """(url, tagged values) -> the URL's db record, new or updated."""
         db, fetches, link_depth, inlinks, topic_inlinks, cash = None, [], None, 0, 0, 0.0
+        resource = None
         for tag, data in values:
             if tag == _DB:
                 db = data
             elif tag == _FETCH:
                 fetches.append(data)
+            elif tag == _RESOURCE:
+                # [depth, parent, name, max_bytes]: the shallowest, then smallest parent
+                if resource is None or data[:2] < resource[:2]:
+                    resource = data
             else:
                 link_depth = data[0] if link_depth is None else min(link_depth, data[0])
                 inlinks += data[1]
@@ -112,6 +137,8 @@ class MROptimize(CrawlJob):
                 self.count(C.NEW_URLS)
         elif inlinks:
             self.count(C.KNOWN_LINKS, inlinks)
+        if resource is not None:
+            link_depth = self.join_resource(db, resource, link_depth, bool(fetches))
         depths = [d for d in [db['depth'], link_depth] + [f['depth'] for f in fetches]
                   if d is not None]
         if fetches:
@@ -139,6 +166,21 @@ class MROptimize(CrawlJob):
         self.count(C.status(C.OPTIMIZE, 'db_' + db['status']))
         self.count(C.DB_RECORDS)
         yield None, db
+
+    def join_resource(self, db, resource, link_depth, fetched_now):
+        """Mark an unfetched URL as the resource of a page; the depth it brings.
+
+        A URL fetched already (or being fetched in this layer) is not fetched again: it
+        stays what it is (counter resources_already_known_total).
+        """
+        depth, parent, name, max_bytes = resource
+        if fetched_now or db['status'] != R.DB_UNFETCHED:
+            self.count(C.RESOURCES_ALREADY_KNOWN)
+            return link_depth
+        if db.get('resource_of') is None:
+            self.count(C.NEW_RESOURCES)
+            db.update(resource_of=parent, resource_name=name, max_bytes=max_bytes)
+        return depth if link_depth is None else min(depth, link_depth)
 
     def adapt_interval(self, db, fetch):
         """Set the URL's re-fetch interval (seconds) and whether its page changed.

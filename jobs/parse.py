@@ -49,6 +49,8 @@ class MRParse(CrawlJob):
                     fields_checksum=None, refetch_interval=None, relevance=None,
                     on_topic=None, link_depth_step=1, description=None, headings=[],
                     main_text=None, language=None)
+        if doc.get('resource_of') is not None:
+            return self.resource_page(page)
         base = doc.get('final_url') or doc['url']
         site = self.sites.match(base)
         if site is not None:
@@ -93,6 +95,15 @@ class MRParse(CrawlJob):
         if (self.sitemaps.get('enabled') and self.sitemaps.get('from_robots')
                 and not doc.get('depth')):
             self.link_robots_txt(page, base)
+        return page
+
+    def resource_page(self, page):
+        """A secondary resource (a site rule named it on its parent page): its fetch
+        metadata only, never parsed, whatever its type; noindex (not a page of its own:
+        merged/ attaches it to its parent)."""
+        page['noindex'] = True
+        page.pop('raw_body', None)
+        self.count(C.RESOURCE_DOCS)
         return page
 
     def main_text_and_language(self, page, body, base):
@@ -155,6 +166,7 @@ class MRParse(CrawlJob):
     def url_source(self, page, base, kind, entries):
         """robots.txt or a sitemap: its URLs become links that add no depth."""
         self.count(C.sitemap_parsed(kind))
+        self.count(C.SITEMAP_URLS, len(entries))
         page['sitemap'] = kind
         page['noindex'] = True    # a list of URLs, not a page for the indexes
         page['link_depth_step'] = 0
@@ -188,6 +200,10 @@ class MRParse(CrawlJob):
         page['fields'] = fields
         page['fields_checksum'] = extract.fields_checksum(fields)
         if resources:
+            cap = self.conf['parse']['max_resources_per_page']
+            if len(resources) > cap:
+                self.count(C.RESOURCES_OVER_CAP, len(resources) - cap)
+                resources = resources[:cap]
             page['resources'] = resources
             self.count(C.RESOURCES_FOUND, len(resources))
 

@@ -103,6 +103,18 @@ def test_extract_links_base_anchor_rel_and_malformed_html():
     assert links[0]['text'] == 'anchor text' and links[0]['rel'] == 'nofollow'
 
 
+def test_first_base_href_counts_wherever_it_stands():
+    # A <base> in the body (after links) is still the document's base, for the links
+    # before it too; one before <body> goes to <head> and wins over a later one.
+    late = '<p><a href=a.html>a</a><meta http-equiv=refresh content="0;r.html"></p>' \
+           '<base href=/sub/><a href=b.html>b</a><base href=/other/>'
+    assert [l['url'] for l in html.extract_links(late, 'http://h/x/y')] == [
+        'http://h/sub/a.html', 'http://h/sub/r.html', 'http://h/sub/b.html']
+    early = '<title>t</title></head><base href=/h/><body><base href=/sub/><a href=b>b</a>'
+    assert [l['url'] for l in html.extract_links(early, 'http://h/x/y')] == ['http://h/h/b']
+    assert html.parse(late, 'http://h/x/y')['links'][0]['url'] == 'http://h/sub/a.html'
+
+
 def test_parse_title_text_robots_meta_refresh_canonical():
     page = ('<html><head><title> Hi  there </title><meta name="robots" content="NOINDEX">'
             '<link rel="canonical" href="/canon"><meta http-equiv="refresh" content="5; url=/next">'

@@ -1,7 +1,9 @@
 """Sitemaps, sitemap indexes, gzip, text sitemaps and robots.txt Sitemap: lines."""
 import base64
+import collections
 import gzip
 import json
+import os
 
 import pytest
 
@@ -124,3 +126,57 @@ def test_parse_job_reads_url_sources(tmp_path):
     assert c['link_rejected_scheme_total'] == 1          # the ftp: loc
     assert c['links_found_total'] == c['links_kept_total'] + sum(
         v for k, v in c.items() if k.startswith('link_rejected_'))
+
+
+# -- end to end: robots.txt -> gzipped index -> sitemaps -> pages no page links ---------
+
+def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
+    from drivers.crawl import Crawl
+    from drivers.fixture_site import HIDDEN, ROBOTS, SITEMAP_INDEX
+    from tests.conftest import read_records, read_xml
+
+    site.robots = ROBOTS + b'Sitemap: ' + site.url(SITEMAP_INDEX).encode() + b'\n'
+    seeds = tmp_path / 'seeds.txt'
+    seeds.write_text(site.url('/~user/') + '\n')     # a page without links
+    out = str(tmp_path / 'crawl')
+    # robots.txt (layer 1) -> index (2) -> sitemaps (3) -> pages (4): sitemap links add
+    # no depth, so the pages are depth 1, but each file is one more layer.
+    Crawl(out, test_conf('sitemaps.enabled=true', KEEP, 'politeness.delay=0.05'),
+          runner='inline', depth=4, progress=lambda m: None).run(str(seeds))
+
+    base = site.url('')
+    pages = {}
+    for layer in sorted(os.listdir(os.path.join(out, 'out'))):
+        for r in read_records(os.path.join(out, 'out', layer)):
+            pages[r['url'][len(base):]] = dict(r, layer=int(layer))
+    paths = site.paths()
+    for p in HIDDEN:                       # listed only in the sitemaps: fetched, once
+        assert pages[p]['status'] == 'fetched' and pages[p]['layer'] == 4, pages[p]
+        assert pages[p]['depth'] == 1 and paths.count(p) == 1
+    sources = {p: r['sitemap'] for p, r in pages.items() if r.get('sitemap')}
+    assert sources == {'/robots.txt': 'robots', SITEMAP_INDEX: 'sitemapindex',
+                       '/sitemaps/pages.xml': 'urlset', '/sitemaps/more.xml.gz': 'urlset',
+                       '/sitemaps/evil.xml': 'urlset'}
+    assert [l for l in pages['/sitemaps/pages.xml']['links'] if l.get('lastmod')] == [
+        {'url': base + HIDDEN[0], 'text': '', 'rel': 'urlset', 'lastmod': '2026-11-01'}]
+
+    # The hostile sitemap: no entity expanded or fetched, nothing read from disk.
+    assert '/xxe-probe' not in paths
+    evil = json.dumps(pages['/sitemaps/evil.xml'])
+    assert 'root:' not in evil and 'aaaaaaaaaa' not in evil
+    assert [l['url'] for l in pages['/sitemaps/evil.xml']['links']] == [
+        base + '/hidden/evil?x=']          # the loc's text, entity references left out
+
+    # Sitemaps and robots.txt are URL sources, not pages: noindex, not in xml/.
+    xml = read_xml(os.path.join(out, 'xml'))
+    assert all(pages[p]['noindex'] for p in sources)
+    assert not any(u[len(base):] in sources for u in xml)
+    assert {base + p for p in HIDDEN} <= set(xml)
+
+    counters = collections.Counter()
+    for layer in range(5):
+        with open(os.path.join(out, 'steps', 'parse-%03d.json' % layer)) as f:
+            counters.update(json.load(f)['counters']['parse'])
+    assert counters['sitemap_urls_total'] == 1 + 3 + 2 + 1 + 1   # robots, index, 3 urlsets
+    assert counters['sitemap_robots_total'] == 1 and counters['sitemap_sitemapindex_total'] == 1
+    assert counters['sitemap_urlset_total'] == 3 and counters['robots_txt_linked_total'] == 1

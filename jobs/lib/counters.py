@@ -29,6 +29,8 @@ REDIRECT_DEDUPLICATED = 'redirect_deduplicated_total'  #: hop to a URL fetched a
 KEYS_HIT_BY_TIME_BUDGET = 'keys_hit_by_time_budget_total'  #: keys cut by fetch.time_budget
 KEYS_ABOVE_FAILURE_THRESHOLD = 'keys_above_failure_threshold_total'  #: keys cut by failures
 ROBOTS_DENIED_MAX_CRAWL_DELAY = 'robots_denied_max_crawl_delay_total'  #: URLs skipped for it
+RESOURCES_FETCHED = 'resources_fetched_total'      #: secondary resources read (digest, no body)
+RESOURCES_TRUNCATED = 'resources_truncated_total'  #: of which cut at their max_bytes
 PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a reducer
 # Deferred URLs are also counted by status and reason: fetch_deferred_time_budget_total,
 # fetch_deferred_host_failures_total, fetch_deferred_robots_503_total...
@@ -49,9 +51,12 @@ FIELDS_PAGES = 'fields_extracted_total'     #: pages whose site fields were extr
 FIELDS_REQUIRED_MISSING = 'fields_required_missing_total'  #: a required field came out empty
 EXTRACT_ERROR = 'extract_error_total'       #: extraction failed on a page (fields left null)
 RESOURCES_FOUND = 'resources_found_total'   #: secondary resources named by site rules
+RESOURCES_OVER_CAP = 'resources_over_cap_total'  #: past parse.max_resources_per_page: dropped
+RESOURCE_DOCS = 'resource_docs_total'       #: fetched resources passed on unparsed (metadata)
 PAGES_ON_TOPIC = 'pages_on_topic_total'     #: relevance >= topic.min_score
 PAGES_OFF_TOPIC = 'pages_off_topic_total'   #: relevance below topic.min_score
 ROBOTS_LINKED = 'robots_txt_linked_total'   #: seed pages that linked their robots.txt (sitemaps)
+SITEMAP_URLS = 'sitemap_urls_total'         #: URLs read from sitemaps and robots.txt Sitemap: lines
 SITEMAP_ERROR = 'sitemap_error_total'       #: a sitemap that could not be read (over a cap, bad XML)
 TEXT_PAGES = 'text_pages_total'             #: text/plain bodies kept as page text
 OTHER_CONTENT = 'other_content_total'       #: kept bodies of a type no handler reads
@@ -70,6 +75,8 @@ LANGUAGE_UNKNOWN = 'language_unknown_total'  #: too little text to tell the lang
 # optimize
 NEW_URLS = 'new_urls_total'
 KNOWN_LINKS = 'links_to_known_urls_total'
+NEW_RESOURCES = 'new_resources_total'   #: unfetched URLs marked as a page's resource
+RESOURCES_ALREADY_KNOWN = 'resources_already_known_total'  #: named resource fetched before: not again
 DB_RECORDS = 'db_records_total'
 FIELDS_CHANGED = 'fields_changed_total'      #: refetched site page whose fields checksum changed
 FIELDS_UNCHANGED = 'fields_unchanged_total'  #: refetched site page, same fields checksum
@@ -79,6 +86,7 @@ PAGES_UNCHANGED = 'pages_unchanged_total'  #: re-fetched page that did not chang
 
 # generate
 GENERATED = 'generated_total'
+GENERATED_RESOURCES = 'generated_resources_total'  #: of which resources (outside the caps)
 BEYOND_DEPTH = 'beyond_depth_total'
 OVER_TOP_N = 'over_top_n_total'            #: candidates past generate.top_n: stay unfetched
 RECRAWL_DUE = 'recrawl_due_total'          #: fetched URLs whose interval has passed

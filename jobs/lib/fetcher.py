@@ -305,14 +305,29 @@ def fetch_key(rec, conf):
 
 def _carry(rec, doc):
     """Copy what the generator knew of the URL from its in/ record to its doc: ``prev``
-    (a re-crawl's previous digest and checksum) and ``score`` (its OPIC cash)."""
-    for key in ('prev', 'score'):
+    (a re-crawl's previous digest and checksum), ``score`` (its OPIC cash) and, for a
+    secondary resource, ``resource_of``, ``resource_name`` and ``max_bytes``."""
+    for key in ('prev', 'score', 'resource_of', 'resource_name', 'max_bytes'):
         if rec.get(key) is not None:
             doc[key] = rec[key]
     return doc
 
 
 now_iso = R.now_iso   # the records' time format, defined once in jobs.lib.records
+
+
+def _declared_length(headers):
+    """The full size the server declares: the total of a Content-Range, else
+    Content-Length when the body is not content-encoded (then it counts encoded bytes);
+    None when unknown."""
+    crange = headers.get('content-range') or ''
+    total = crange.rpartition('/')[2].strip()
+    if total.isdigit():
+        return int(total)
+    if headers.get('content-encoding', 'identity').strip().lower() not in ('', 'identity'):
+        return None
+    value = (headers.get('content-length') or '').strip()
+    return int(value) if value.isdigit() else None
 
 
 def digest(body):
@@ -615,6 +630,34 @@ class HostFetcher:
             if size > limit:
                 return b''.join(chunks)[:limit], True
 
+    def _read_resource(self, doc, resp, deadline):
+        """A secondary resource: stream its first ``max_bytes`` (decoded) bytes through
+        SHA-1 and keep nothing but length, digest, truncated and the declared size."""
+        limit = doc.get('max_bytes')
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            limit = self.max_body
+        sha, size, truncated = hashlib.sha1(), 0, False
+        raw = resp.raw
+        while True:
+            if self.clock() > deadline:
+                raise self._limit_error(deadline)
+            chunk = raw.read1(min(_CHUNK, limit - size + 1), decode_content=True)
+            if not chunk:
+                break
+            if size + len(chunk) > limit:
+                chunk, truncated = chunk[:limit - size], True
+            sha.update(chunk)
+            size += len(chunk)
+            if truncated:
+                break
+        doc['length'] = size
+        doc['truncated'] = truncated
+        doc['digest'] = 'sha1:' + base64.b32encode(sha.digest()).decode('ascii')
+        doc['declared_length'] = _declared_length(resp.headers)
+        self._stat('resources_fetched_total')
+        if truncated:
+            self._stat('resources_truncated_total')
+
     def _drain(self, resp, deadline):
         """Read the rest of a small unread body (redirects, errors, metadata-only types)
         so the connection goes back to the pool instead of being closed."""
@@ -788,6 +831,9 @@ class HostFetcher:
             doc.update(status=R.FETCH_HTTP_ERROR, reason='http_%d' % resp.status_code)
             return
         doc['status'] = R.FETCH_FETCHED
+        if doc.get('resource_of') is not None:
+            self._read_resource(doc, resp, deadline)   # never a body, whatever the type
+            return
         html = mime is None or mime in HTML_TYPES
         if not html and mime not in self.keep_types:
             return      # other types: metadata only (the body is never read)

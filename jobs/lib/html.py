@@ -19,6 +19,8 @@ MAX_HEADING_CHARS = 500
 MAX_DESCRIPTION_CHARS = 2000
 _REFRESH_URL_RE = re.compile(r'^\s*\d*(?:\.\d*)?\s*[;,]?\s*(?:url\s*=\s*)?(.*)$', re.I | re.S)
 _NON_TEXT = ['script', 'style', 'noscript', 'template', 'svg', 'head']
+_NON_TEXT_SELECTOR = ', '.join(_NON_TEXT[:-1])
+_MISS = object()
 
 
 def _clean(text):
@@ -39,10 +41,15 @@ MAX_NESTING = 512
 #: to cost more than about a second.
 _NESTING_SCAN_TAGS = 20000
 #: Tags that open an element which can nest: not void, no implied end tag, not <a>.
-_NESTING_TAG_RE = re.compile(
-    r'<(/?)(?!(?:a|area|base|br|col|embed|hr|img|input|link|meta|source|track|wbr|param|'
-    r'keygen|frame|p|li|dt|dd|option|optgroup|tr|td|th|rb|rt|rp|tbody|thead|tfoot|'
-    r'colgroup|caption)[\s/>])[a-z]', re.I)
+_NOT_NESTING = (r'(?:a|area|base|br|col|embed|hr|img|input|link|meta|source|track|wbr|'
+                r'param|keygen|frame|p|li|dt|dd|option|optgroup|tr|td|th|rb|rt|rp|tbody|'
+                r'thead|tfoot|colgroup|caption)')
+_NESTING_TAG_RE = re.compile(r'<(/?)(?!%s[\s/>])[a-z]' % _NOT_NESTING, re.I)
+#: The same on the page's UTF-8 bytes lower-cased (ASCII only, as HTML tag names are):
+#: 2.5x faster than re.I on str, whose case folding also lets a few non-ASCII letters
+#: (U+017F, U+212A) start a tag, which the HTML tokenizer never does.
+_NESTING_TAG_BYTES_RE = re.compile(
+    (r'<(/?)(?!%s[\t\n\f\r />])[a-z]' % _NOT_NESTING).encode('ascii'))
 
 
 def limit_nesting(html, max_depth=MAX_NESTING):
@@ -56,7 +63,7 @@ def limit_nesting(html, max_depth=MAX_NESTING):
     if html.count('<') <= _NESTING_SCAN_TAGS:
         return html
     depth = deepest = 0
-    for slash in _NESTING_TAG_RE.findall(html):
+    for slash in _NESTING_TAG_BYTES_RE.findall(html.encode('utf-8', 'surrogatepass').lower()):
         if slash:
             depth = depth - 1 if depth else 0
         else:
@@ -86,7 +93,7 @@ def tree(html):
     return LexborHTMLParser(limit_nesting(html))
 
 
-def parse(html, base_url, max_text_chars=None, tree=None):
+def parse(html, base_url, max_text_chars=None, tree=None, headings=True):
     """Parse one page. Returns a dict:
 
     title (str|None), text (str), links (list of {url, text, rel, tag}, resolved,
@@ -95,25 +102,79 @@ def parse(html, base_url, max_text_chars=None, tree=None):
     description (str|None: ``<meta name=description>``, else ``og:description``),
     headings (list of {level: 1..6, text}, in document order, at most MAX_HEADINGS).
     A *tree* from :func:`tree` is used instead of parsing *html* again; it is changed
-    (non-text elements removed), so run other queries on it first.
+    (non-text elements removed), so run other queries on it first. With
+    ``headings=False`` the headings are not collected (an empty list).
     """
     if tree is None:
         tree = LexborHTMLParser(limit_nesting(html))
-    # The document's base URL is its first <base href>, wherever it stands.
-    base_node = tree.css_first('base[href]')
+    # The document's base URL is its first <base href>, wherever it stands. The parser
+    # puts every <base> before <body> into <head>, so looking there first is enough;
+    # a <base> in the body is rare and is found by the link scan, which then reruns.
+    head = tree.head
+    base_node = (head if head is not None else tree).css_first('base[href]')
     base = base_url
     if base_node is not None:
         base = urls.resolve(base_url, base_node.attributes.get('href')) or base_url
+    scan = _scan(tree, base, watch_base=head is not None and base_node is None)
+    if scan[-1] is not None:
+        base = urls.resolve(base_url, scan[-1]) or base_url
+        scan = _scan(tree, base, watch_base=False)
+    links, canonical, robots, description, og_description, _ = scan
+    if canonical is not None:
+        canonical = urls.resolve(base, canonical)
+    title_node = tree.css_first('title')
+    title = _clean(title_node.text()) if title_node is not None else None
+    want_headings = headings
+    headings = []
+    for node in tree.css(_HEADINGS) if want_headings else ():
+        text = _clean(node.text(deep=True, separator=' '))
+        if text:
+            headings.append({'level': int(node.tag[1]), 'text': text[:MAX_HEADING_CHARS]})
+            if len(headings) >= MAX_HEADINGS:
+                break
+    root = tree.body
+    if root is not None:
+        # One pass over the body, not one per tag over the whole tree; in reverse
+        # document order, so an element inside another (<script> in <svg>) goes first.
+        for node in reversed(root.css(_NON_TEXT_SELECTOR)):
+            node.decompose()
+    else:     # no <body> (a frameset): the whole tree, head stripped
+        tree.strip_tags(_NON_TEXT)
+        root = tree.root
+    text = _clean(root.text(separator=' ')) if root is not None else ''
+    if max_text_chars is not None:
+        text = text[:max_text_chars]
+    directives = {d.strip() for d in robots.split(',')}
+    return {
+        'title': title or None,
+        'text': text,
+        'links': links,
+        'canonical': canonical,
+        'noindex': bool(directives & {'noindex', 'none'}),
+        'nofollow': bool(directives & {'nofollow', 'none'}),
+        'description': description or og_description or None,
+        'headings': headings,
+    }
+
+
+def _scan(tree, base, watch_base):
+    """One pass over the link-bearing elements: (links, canonical href, meta robots,
+    description, og:description, href of a <base> found in the body when *watch_base*
+    (the caller then scans again with it), else None."""
     resolve = urls.PageResolver(base)
     links = []        # one pass, in document order
     canonical = None
     robots = ''
     description = og_description = None
+    known = resolve.cache.get     # a repeated href costs a dict look-up, not a call
     for node in tree.css(_LINK_SELECTOR):
         tag = node.tag
         attrs = node.attributes
         if tag == 'a':
-            url = resolve(attrs.get('href'))
+            href = attrs.get('href')
+            url = known(href, _MISS)
+            if url is _MISS:
+                url = resolve(href)
             if url is not None:
                 rel = attrs.get('rel')
                 text = node.text(deep=True, separator=' ')
@@ -129,6 +190,9 @@ def parse(html, base_url, max_text_chars=None, tree=None):
             url = resolve(attrs.get('src'))
             if url is not None:
                 links.append({'url': url, 'text': '', 'rel': '', 'tag': tag})
+        elif tag == 'base':
+            if watch_base:     # the document's first <base>, in the body: start again
+                return [], None, '', None, None, attrs.get('href')
         elif tag == 'link':
             rel = (attrs.get('rel') or '').lower().split()
             if 'canonical' in rel and canonical is None:
@@ -147,35 +211,12 @@ def parse(html, base_url, max_text_chars=None, tree=None):
                 url = resolve(_refresh_target(attrs.get('content')))
                 if url is not None:
                     links.append({'url': url, 'text': '', 'rel': '', 'tag': 'meta'})
-    if canonical is not None:
-        canonical = urls.resolve(base, canonical)
-    title_node = tree.css_first('title')
-    title = _clean(title_node.text()) if title_node is not None else None
-    headings = []
-    for node in tree.css(_HEADINGS):
-        text = _clean(node.text(deep=True, separator=' '))
-        if text:
-            headings.append({'level': int(node.tag[1]), 'text': text[:MAX_HEADING_CHARS]})
-            if len(headings) >= MAX_HEADINGS:
-                break
-    tree.strip_tags(_NON_TEXT)
-    root = tree.body or tree.root
-    text = _clean(root.text(separator=' ')) if root is not None else ''
-    if max_text_chars is not None:
-        text = text[:max_text_chars]
-    directives = {d.strip() for d in robots.split(',')}
-    return {
-        'title': title or None,
-        'text': text,
-        'links': links,
-        'canonical': canonical,
-        'noindex': bool(directives & {'noindex', 'none'}),
-        'nofollow': bool(directives & {'nofollow', 'none'}),
-        'description': description or og_description or None,
-        'headings': headings,
-    }
+    return links, canonical, robots, description, og_description, None
 
 
 def extract_links(html, base_url):
-    """Out-links of a page: items with ``url`` (absolute), ``text`` and ``rel``."""
-    return parse(html, base_url)['links']
+    """Out-links of a page: items with ``url`` (absolute), ``text`` and ``rel``.
+
+    The page is parsed as :func:`parse` does (title and text included), but headings,
+    which only the XML needs, are not collected."""
+    return parse(html, base_url, headings=False)['links']

@@ -6,7 +6,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 ``url`` (in/NNN, written by the driver for layer 0 and by MRGenerate after it)
     url (str, normalised), depth (int, link hops from a seed). Optional: score (OPIC
     cash, carried to doc/ and out/), and in a re-crawl etag, last_modified and prev
-    ({digest, fields_checksum, status, last_fetch}: what the page was).
+    ({digest, fields_checksum, status, last_fetch}: what the page was); for a secondary
+    resource (a file a site rule names on a page) resource_of (str: the naming page's
+    final URL), resource_name (str: the rule's name) and max_bytes (int: bytes read at
+    most), all three carried to doc/ and out/.
 
 ``doc`` (doc/NNN, MRFetch): exactly one per URL of in/NNN
     url, depth, layer (int), status (FETCH_* below), reason (str|null: why, for every
@@ -28,6 +31,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     them with ``encoding``: replaced bytes, a BOM, a character cut by the size limit).
     A ``url`` record may carry ``etag`` and ``last_modified`` (from a previous fetch):
     the fetch then sends If-None-Match / If-Modified-Since, and a 304 is not_modified.
+    A resource (resource_of set) is read up to its max_bytes and never kept: body null,
+    no raw_body, whatever its type; length = bytes read, truncated = more followed,
+    digest = of the bytes read, declared_length (int|null: the size the server
+    declared, Content-Range total or Content-Length of an unencoded body).
 
 ``page`` (out/NNN, MRParse): exactly one per doc record
     every doc field but body (and http, warc_body), plus title (str|null), text (str), links (list of
@@ -42,13 +49,15 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     to this page's links, 1 unless deprioritised as off topic). Optional:
     fields_missing (list of str: required fields that came out empty), extract_error
     (str), resources (list of {name, url, max_bytes}: secondary resources the site
-    configuration names on the page), resource_of and resource_name (str: on the record
-    of a fetched secondary resource, its parent page's URL after redirects and the
-    resource's name; such records carry no text and are never merged pages),
-    parse_error (str), sitemap (str: ``urlset``,
+    configuration names on the page, at most parse.max_resources_per_page; optimize
+    turns them into crawldb records for the next layer), resource_of and resource_name
+    (str: on the record of a fetched secondary resource, its parent page's URL after
+    redirects and the resource's name; such records carry no text and are never merged
+    pages), parse_error (str), sitemap (str: ``urlset``,
     ``sitemapindex``, ``text`` or ``robots`` when the document was read as a source of
     URLs; such records are noindex and their links add no depth). A link may carry
-    lastmod (str, from a sitemap). Indexable HTML pages also carry description
+    lastmod (str, from a sitemap). The record of a resource (resource_of set) is its
+    doc's metadata only, never parsed, noindex. Indexable HTML pages also carry description
     (str|null: meta description, else og:description), headings (list of {level: 1..6,
     text}), main_text (str|null: the main content, boilerplate removed, by trafilatura;
     null when parse.main_text is off or the body is too big), language (str|null: ISO
@@ -67,7 +76,8 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     waiting), opic_history (float: OPIC cash it has handed on), retries (int: failed
     or deferred tries since its last success), fetch_interval (float seconds until it
     is due again), changed (bool|null: the last re-fetch found it changed),
-    last_changed (str), etag and last_modified (validators for conditional requests).
+    last_changed (str), etag and last_modified (validators for conditional requests),
+    resource_of, resource_name, max_bytes (a secondary resource: see ``url``).
 
 ``pagerank`` (pagerank/NNN, MRPageRank): url, pagerank (float).
 

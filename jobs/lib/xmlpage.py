@@ -7,7 +7,7 @@ in text become character references so that each document stays on one line.
 import re
 import xml.etree.ElementTree as ET
 
-SCHEMA_VERSION = '2'
+SCHEMA_VERSION = '3'
 _INVALID_XML_RE = re.compile(
     '[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
@@ -63,6 +63,8 @@ def page_xml(page):
         _sub(dups, 'url', url, kind=kind)
     if page.get('fields') is not None:
         _fields_xml(root, page)
+    if page.get('resources'):
+        _resources_xml(root, page['resources'])
     out = ET.tostring(root, encoding='unicode', short_empty_elements=True)
     return out.replace('\r', '&#13;').replace('\n', '&#10;')
 
@@ -91,6 +93,25 @@ def _fields_xml(root, page):
                 _sub(el, 'item', item)
         else:
             _sub(fields, 'field', value, name=name, type=_field_type(value))
+
+
+def _resources_xml(root, resources):
+    """``<resources>``: one empty ``<resource>`` per secondary resource, metadata only
+    (merged records' ``resources``: name, url, status, content_type, length, digest,
+    http_status, reason, truncated); never the resource's bytes."""
+    el = _sub(root, 'resources')
+    for r in resources:
+        length = r.get('length')
+        truncated = r.get('truncated')
+        _sub(el, 'resource', name=r.get('name') or '', url=r['url'],
+             status=r.get('status') or '', **{
+                 'content-type': r.get('content_type'),
+                 'length': str(length) if isinstance(length, int) and length >= 0 else None,
+                 'digest': r.get('digest'),
+                 'truncated': None if truncated is None else 'true' if truncated else 'false',
+                 'http-status': None if r.get('http_status') is None
+                 else str(r['http_status']),
+                 'reason': r.get('reason')})
 
 
 def deletion_xml(rec):
