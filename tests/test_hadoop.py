@@ -6,8 +6,11 @@ crawler whose Hadoop path is untested is not done.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 import uuid
 import xml.etree.ElementTree as ET
 
@@ -21,15 +24,56 @@ pytestmark = pytest.mark.hadoop
 DEPTH = 2
 
 
+#: Both crawls: a delay long enough that a fetch reducer of layer 1 lives a few seconds.
+SETTINGS = TEST_SETTINGS + ['politeness.delay=0.5']
+
+
 def mrcrawl_crawl(seeds, out, runner):
     args = [sys.executable, '-m', 'drivers.cli', 'crawl', '--seeds', str(seeds), '--depth',
             str(DEPTH), '--out', out, '-r', runner]
-    for s in TEST_SETTINGS:
+    for s in SETTINGS:
         args += ['--set', s]
     res = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert res.returncode == 0, 'crawl -r %s failed:\n%s\n%s' % (runner, res.stdout[-3000:],
                                                                   res.stderr[-5000:])
     return res.stdout
+
+
+class TaskKiller(threading.Thread):
+    """SIGKILLs the first python task process running ``fetch.py --reducer`` (a YARN
+    container's streaming task) once it has been alive for *min_age* seconds: a task
+    attempt dying mid-fetch, which Hadoop must retry (mapreduce.reduce.maxattempts=2)."""
+
+    def __init__(self, min_age=2.0):
+        super().__init__(daemon=True)
+        self.min_age, self.seen, self.killed = min_age, {}, None
+        self.done = threading.Event()
+
+    def tasks(self):
+        for pid in os.listdir('/proc'):
+            if not pid.isdigit():
+                continue
+            try:
+                with open('/proc/%s/cmdline' % pid, 'rb') as f:
+                    argv = f.read().decode('utf-8', 'replace').split('\0')
+            except OSError:
+                continue
+            if 'python' in os.path.basename(argv[0]) and '--reducer' in argv and \
+                    any(a.endswith('fetch.py') for a in argv):
+                yield int(pid)
+
+    def run(self):
+        while not self.done.is_set() and self.killed is None:
+            now = time.monotonic()
+            for pid in self.tasks():
+                if now - self.seen.setdefault(pid, now) >= self.min_age:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        continue
+                    self.killed = pid
+                    break
+            time.sleep(0.05)
 
 
 def hdfs_records(fs, folder):
@@ -72,7 +116,23 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         local_out = str(tmp_path / 'local')
         mrcrawl_crawl(seeds, local_out, 'local')
         n_local = len(site.requests)
-        summary = mrcrawl_crawl(seeds, out_uri, 'hadoop')
+        # While the Hadoop crawl runs, one fetch task attempt is SIGKILLed mid-run.
+        killer = TaskKiller()
+        killer.start()
+        try:
+            summary = mrcrawl_crawl(seeds, out_uri, 'hadoop')
+        finally:
+            killer.done.set()
+            killer.join()
+        hadoop_paths = [p for p in site.paths()[n_local:] if p != '/robots.txt']
+
+    # The killed attempt was retried by Hadoop: the crawl succeeded (above), the URLs the
+    # dead attempt had fetched were fetched again by the retry (the only way a page can be
+    # requested twice in one crawl), and yet no record is lost or doubled (below: the same
+    # statuses as the local run, exactly one doc per in/ URL).
+    assert killer.killed is not None, 'no fetch reducer task lived %.1f s' % killer.min_age
+    refetched = {p for p in hadoop_paths if hadoop_paths.count(p) > 1}
+    assert refetched, 'nothing was fetched twice: was the killed attempt retried?'
 
     # Same pages in xml/ (read from HDFS as a downstream job would) and same documents.
     local_xml = read_xml(os.path.join(local_out, 'xml'))
@@ -91,6 +151,9 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         hadoop_docs = {d['url']: d['status'] for d in hdfs_records(
             fs, '%s/doc/%s' % (out_uri, layer))}
         assert hadoop_docs == local_docs, layer
+        in_urls = sorted(r['url'] for r in hdfs_records(fs, '%s/in/%s' % (out_uri, layer)))
+        doc_urls = sorted(d['url'] for d in hdfs_records(fs, '%s/doc/%s' % (out_uri, layer)))
+        assert doc_urls == in_urls, layer                 # none lost, none twice
 
     # The Hadoop jobs' counters feed the same per-layer summary.
     local_report = json.load(open(os.path.join(local_out, 'report.json')))
