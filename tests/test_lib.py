@@ -142,3 +142,14 @@ def test_xml_page_survives_hostile_text():
     assert root.find('text').text == 'line one\nline two\r\n<script>x</script>'
     assert root.find('links/link').get('href') == 'http://h.com/b"c'
     assert root.find('duplicates/url').text == 'http://h.com/dup'
+
+
+def test_robots_answers_false_for_what_cannot_be_a_url():
+    """Found by hypothesis (test_properties): Protego raised on these."""
+    from jobs.lib import robots
+    txt = 'User-agent: *\nDisallow: /x\n'
+    assert robots.can_fetch(txt, 'mrcrawl', '%2e\ud800') is False
+    assert robots.can_fetch(txt, 'mrcrawl', 'http://[1:2/#') is False
+    assert robots.Rules(txt, 'mrcrawl').allowed('http://[1:2/#') is False
+    assert robots.can_fetch(txt, 'mrcrawl', 'http://a.test/y') is True
+    assert robots.can_fetch(txt, 'mrcrawl', 'http://a.test/x') is False

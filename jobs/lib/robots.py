@@ -28,7 +28,17 @@ def product_token(user_agent):
 
 def can_fetch(robots_txt, user_agent, url):
     """True when *robots_txt* (str or bytes) lets *user_agent* fetch *url*."""
-    return parse(robots_txt).can_fetch(url, product_token(user_agent))
+    return _allowed(parse(robots_txt), url, product_token(user_agent))
+
+
+def _allowed(parsed, url, token):
+    """Protego's answer, or False for what cannot be a URL (an invalid IPv6 host, a lone
+    surrogate: Protego raises ValueError/UnicodeEncodeError). The crawl only asks about
+    normalised URLs; this keeps the function total for any caller."""
+    try:
+        return bool(parsed.can_fetch(url, token))
+    except ValueError:
+        return False
 
 
 class Rules:
@@ -51,7 +61,7 @@ class Rules:
             return False
         if self.allow_all:
             return True
-        return self._parsed.can_fetch(url, self.token)
+        return _allowed(self._parsed, url, self.token)
 
     def crawl_delay(self):
         if self._parsed is None:
