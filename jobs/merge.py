@@ -50,8 +50,11 @@ their parent's URL after redirects and travel with it, so a parent folded into a
 hands them on; they are never pages themselves. Both ride along here rather than in
 the join because a folded URL's share must reach its leader, which only this job
 knows. Pages marked noindex (meta robots or X-Robots-Tag) are left out.
-Six steps: each after the first is a shuffle of one summary per page (steps 3-5 also of
-the band keys and of small notices), never of a set held in memory.
+A file several pages name is fetched once (under one ``resource_of``) but listed on
+every page that names it: the first step keys resource fetches and the pages' named
+resources by the resource's URL and routes each fetch to all its namers.
+Seven steps: each after the first is a shuffle of one summary per page (steps 4-6 also
+of the band keys and of small notices), never of a set held in memory.
 
 Run alone::
 
@@ -79,7 +82,8 @@ class MRMerge(CrawlJob):
     COUNTER_GROUP = C.MERGE
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_final_url, reducer=self.reducer_latest),
+        return [MRStep(mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources),
+                MRStep(reducer=self.reducer_latest),
                 MRStep(reducer=self.reducer_fold_exact),
                 MRStep(mapper=self.mapper_bands, reducer=self.reducer_candidates),
                 MRStep(reducer=self.reducer_leaders),
@@ -103,7 +107,8 @@ class MRMerge(CrawlJob):
                 continue
             what = M.classify(rec)
             if what == M.RESOURCE:
-                yield rec['resource_of'], {'resource': M.resource_entry(rec)}
+                yield rec['url'], {'fetched_resource': M.resource_entry(rec),
+                                   'resource_of': rec['resource_of']}
                 continue
             if what == M.NOT_FETCHED:
                 self.count(C.NOT_A_PAGE)
@@ -112,6 +117,9 @@ class MRMerge(CrawlJob):
                 self.count('skipped_noindex_total')
                 continue
             final = M.final_url(rec)
+            for named in rec.get('resources') or ():
+                if named.get('url'):
+                    yield named['url'], {'named_by': final, 'name': named.get('name')}
             yield final, {'page': {
                 'url': rec['url'], 'fetch_time': rec.get('fetch_time'),
                 'layer': rec.get('layer'), 'relevance': rec.get('relevance'),
@@ -119,6 +127,29 @@ class MRMerge(CrawlJob):
             canonical = rec.get('canonical')
             if canonical and canonical != final:
                 yield canonical, {'claim': final}
+
+    def reducer_route_resources(self, url, values):
+        """A resource's URL: its latest fetch goes to every page that names it (a file
+        two pages name is fetched once, under one parent: resource_of) and to its
+        resource_of parent; every other value passes on unchanged."""
+        fetches, named_by = [], {}
+        for v in values:
+            if 'fetched_resource' in v:
+                fetches.append(v)
+            elif 'named_by' in v:
+                named_by.setdefault(v['named_by'], v.get('name'))
+            else:
+                yield url, v
+        if not fetches:
+            return     # named, never fetched: the join lists it as not_fetched
+        latest = max(fetches, key=lambda f: f['fetched_resource'].get('fetch_time') or '')
+        entry = latest['fetched_resource']
+        named_by.setdefault(latest['resource_of'], entry.get('name'))
+        if len(named_by) > 1:
+            self.count(C.RESOURCES_SHARED, len(named_by) - 1)
+        for parent, name in sorted(named_by.items()):
+            yield parent, {'resource': dict(entry, name=name if name is not None
+                                            else entry.get('name'))}
 
     def reducer_latest(self, final_url, values):
         """(final url, its fetches' summaries, claims, anchors, resources) ->

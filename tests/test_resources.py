@@ -242,3 +242,23 @@ def test_crawl_fetches_resources_once_with_a_cap(site, tmp_path):
     for doc in xml.values():
         schema.assertValid(etree.fromstring(doc.encode()))
         assert ET.fromstring(doc).get('version') == '3'
+    # Compound documents: each page's merged record and XML list what it names, with
+    # the outcome of the one fetch (clip.mp4 is named by both films, fetched once).
+    merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+
+    def listed(url):
+        return [(r['name'], r['url'][len(base):], r['status'], r['length'], r['digest'])
+                for r in merged[url]['resources']]
+    clip_entry = ('video', '/media/clip.mp4', 'fetched', 100000, c['digest'])
+    assert listed(film1) == [('still', '/media/still.jpg', 'fetched', len(still), s['digest']),
+                             clip_entry]
+    assert listed(film2) == [clip_entry,
+                             ('video', '/private/trailer.mp4', 'robots_denied', 0, None)]
+    with open(os.path.join(out, 'steps', 'merge.json')) as f:
+        mc = json.load(f)['counters']['merge']
+    assert mc['resources_shared_total'] == 1
+    page = ET.fromstring(xml[film2])
+    assert [(e.get('url')[len(base):], e.get('status'), e.get('digest'))
+            for e in page.find('resources')] == [
+        ('/media/clip.mp4', 'fetched', c['digest']),
+        ('/private/trailer.mp4', 'robots_denied', None)]

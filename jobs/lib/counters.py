@@ -112,6 +112,8 @@ ANCHORS_OVER_CAP = 'anchors_over_cap_total'       #: in-link anchors past merge.
 ANCHOR_TARGETS_NOT_PAGES = 'anchor_targets_not_pages_total'  #: anchors to URLs with no page
 RESOURCES_ATTACHED = 'resources_attached_total'   #: fetched secondary resources listed on
 #: their parent's merged page (one per name and URL; a folded parent's go to its leader)
+RESOURCES_SHARED = 'resources_shared_total'   #: extra pages a fetched resource is listed
+#: on besides its first namer (one file that several pages name is fetched once)
 RESOURCES_PARENT_NOT_A_PAGE = 'resources_parent_not_a_page_total'  #: resource records whose
 #: resource_of is no merged page's URL after redirects (not fetched, noindex): not listed
 

@@ -98,8 +98,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     under merge.min_words words), anchors (list of {from, text}: in-link anchor text
     from anchors/ for any of its URLs, at most merge.max_anchors), resources (list of
     {name, url, status, content_type, length, digest, http_status, reason}, sorted by
-    name then url: the fetched secondary resources whose resource_of is this page or a
-    page folded into it, the latest fetch of each; then each resource the page's own
+    name then url: the fetched secondary resources this page or a page folded into it
+    names (or is the resource_of of; a file several pages name is fetched once and
+    listed on each), the latest fetch of each; then each resource the page's own
     ``resources`` names with no fetched record, status null, reason ``not_fetched``;
     in place of the page's {name, url, max_bytes} list).
 
