@@ -4,7 +4,10 @@
     for each layer L = 0 .. depth:
         plan      in/L                      -> plan/L      (MRPlanFetch: which reducer
                                                                       owns which big host)
-        fetch     in/L (+ plan/L)           -> doc/L       (MRFetch, CrawlerDriver)
+        fetch     in/L (+ plan/L)           -> out/L       (MRFetch, CrawlerDriver; it parses
+                                                                      each page: fetch.parse)
+          or, with fetch.parse = false:
+        fetch     in/L (+ plan/L)           -> doc/L       (MRFetch: documents with bodies)
         parse     doc/L                     -> out/L       (MRParse, ParserDriver)
         optimize  crawldb/L-1 + out/L       -> crawldb/L   (MROptimize, OptimizerDriver)
         pagerank  crawldb/L + out/0..L      -> pagerank/L  (MRPageRank; strategy pagerank,
@@ -87,6 +90,25 @@ class Crawl:
         self.report = Report(self.out, self.fs, conf, depth, runner)
         self._conf_file = None
 
+    @property
+    def fused_parse(self):
+        """fetch.parse: the fetch job parses and writes out/; no parse job, no doc/."""
+        return bool(self.conf['fetch'].get('parse', True))
+
+    def fetch_parse_steps(self, inputs, doc, out, args=(), plan_args=()):
+        """(kind, job, inputs, output, args) of a layer's fetch (and parse) steps.
+
+        A layer whose doc/ a run with fetch.parse = false left is finished that way
+        (resumed: nothing is fetched twice).
+        """
+        from jobs.fetch import MRFetch
+        from jobs.parse import MRParse
+        args, plan_args = list(args), list(plan_args)
+        if self.fused_parse and not self.fs.exists(doc):
+            return [('fetch', MRFetch, inputs, out, args + plan_args)]
+        return [('fetch', MRFetch, inputs, doc, args + plan_args),
+                ('parse', MRParse, [doc], out, args)]
+
     # -- paths ----------------------------------------------------------------------
 
     def path(self, *parts):
@@ -97,7 +119,8 @@ class Crawl:
     def prepare(self):
         try:
             self.fs.check_writable(self.out)
-            for sub in ('in', 'doc', 'out', 'crawldb', 'steps'):
+            for sub in ('in', 'out', 'crawldb', 'steps') + (
+                    () if self.fused_parse else ('doc',)):
                 self.fs.mkdirs(self.path(sub))
         except OSError as e:
             raise CrawlError('cannot write the crawl output folder %s: %s' % (
@@ -179,13 +202,11 @@ class Crawl:
         return self.fs.exists(self.path('STOP'))
 
     def run(self, seeds_path):
-        from jobs.fetch import MRFetch
         from jobs.generate import MRGenerate
         from jobs.html_to_xml import MRHtmlToXml
         from jobs.merge import MRMerge
         from jobs.optimize import MROptimize
         from jobs.pagerank import MRPageRank
-        from jobs.parse import MRParse
         from jobs.plan_fetch import MRPlanFetch
 
         self.prepare()
@@ -202,9 +223,9 @@ class Crawl:
             if self.conf['fetch']['plan']:
                 todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
                              layer_arg))
-            todo += [('fetch', MRFetch, [self.path('in', L)], self.path('doc', L), layer_arg),
-                     ('parse', MRParse, [self.path('doc', L)], self.path('out', L), layer_arg),
-                     ('optimize', MROptimize, db_in + [self.path('out', L)],
+            todo += self.fetch_parse_steps([self.path('in', L)], self.path('doc', L),
+                                           self.path('out', L), layer_arg)
+            todo += [('optimize', MROptimize, db_in + [self.path('out', L)],
                       self.path('crawldb', L), layer_arg)]
             if layer < self.depth:
                 gen_in = [self.path('crawldb', L)]
@@ -221,7 +242,7 @@ class Crawl:
                              self.path('in', _layer(layer + 1)),
                              ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
             for kind, job_cls, inputs, final, args in todo:
-                if kind == 'fetch':
+                if kind == 'fetch':   # the plan is known only once its step ran
                     args = args + self._plan_args(L)
                 name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
                 steps[kind] = self.run_step(name, job_cls, inputs, final, args)
@@ -272,7 +293,7 @@ class Crawl:
         """One re-crawl round over the newest crawl database, into OUT/recrawl/RRR/.
 
             generate --recrawl-at AT  newest crawldb        -> RRR/in   (due URLs + validators)
-            plan, fetch, parse        RRR/in                -> RRR/doc, RRR/out
+            plan, fetch (+ parse)     RRR/in                -> RRR/out (+ RRR/doc)
             optimize                  newest crawldb + out  -> RRR/crawldb (intervals adapted)
             changes                   RRR/out               -> RRR/changes (changed + gone)
             xml                       RRR/changes           -> RRR/xml  (documents + deletions)
@@ -282,11 +303,9 @@ class Crawl:
         """
         from drivers.db import newest_crawldb
         from jobs.changes import MRChanges
-        from jobs.fetch import MRFetch
         from jobs.generate import MRGenerate
         from jobs.html_to_xml import MRHtmlToXml
         from jobs.optimize import MROptimize
-        from jobs.parse import MRParse
         from jobs.plan_fetch import MRPlanFetch
 
         self.prepare()
@@ -317,8 +336,9 @@ class Crawl:
             steps['plan'] = self.run_step(name + 'plan', MRPlanFetch, [p('in')], p('plan'))
         part = p('plan', 'part-00000')
         plan_args = ['--plan', part] if self.fs.exists(part) else []
-        steps['fetch'] = self.run_step(name + 'fetch', MRFetch, [p('in')], p('doc'), plan_args)
-        steps['parse'] = self.run_step(name + 'parse', MRParse, [p('doc')], p('out'))
+        for kind, job_cls, inputs, final, args in self.fetch_parse_steps(
+                [p('in')], p('doc'), p('out'), plan_args=plan_args):
+            steps[kind] = self.run_step(name + kind, job_cls, inputs, final, args)
         steps['optimize'] = self.run_step(name + 'optimize', MROptimize,
                                           [info['crawldb'], p('out')], p('crawldb'))
         steps['changes'] = self.run_step(name + 'changes', MRChanges, [p('out')], p('changes'))

@@ -13,11 +13,11 @@ from tests.conftest import ROOT, read_records, read_xml, test_conf
 DELAY = 0.2
 
 
-def crawl_fixture(site, tmp_path, runner, depth=3):
+def crawl_fixture(site, tmp_path, runner, depth=3, settings=()):
     seeds = tmp_path / 'seeds.txt'
     seeds.write_text('# fixture\n%s\n' % site.url('/'))
     out = str(tmp_path / 'crawl')
-    report = Crawl(out, test_conf(), runner=runner, depth=depth,
+    report = Crawl(out, test_conf(*settings), runner=runner, depth=depth,
                    progress=lambda m: None).run(str(seeds))
     return out, report
 
@@ -39,15 +39,32 @@ def check_whole_output(site, out, report):
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert min(gaps) >= DELAY * 0.95, min(gaps)
 
-    # Every URL of a layer's in/ comes out of its doc/ exactly once, with a status.
+    # Every URL of a layer's in/ leaves it exactly once, with a status: as a page record
+    # of out/ (and, when the parse is its own job, as a doc record of doc/ first).
+    fused = not os.path.exists(os.path.join(out, 'doc'))
     layers = sorted(os.listdir(os.path.join(out, 'in')))
     assert layers == ['000', '001', '002', '003']
     for layer in layers:
         urls_in = [r['url'] for r in read_records(os.path.join(out, 'in', layer))]
-        docs = read_records(os.path.join(out, 'doc', layer))
-        assert sorted(urls_in) == sorted(d['url'] for d in docs)
-        assert all(d['status'] in R.FETCH_STATUSES for d in docs)
-        assert len(read_records(os.path.join(out, 'out', layer))) == len(docs)
+        pages = read_records(os.path.join(out, 'out', layer))
+        assert sorted(urls_in) == sorted(p['url'] for p in pages)
+        assert all(p['status'] in R.FETCH_STATUSES for p in pages)
+        assert all(p['kind'] == 'page' and 'body' not in p for p in pages)
+        if not fused:
+            docs = read_records(os.path.join(out, 'doc', layer))
+            assert sorted(urls_in) == sorted(d['url'] for d in docs)
+        # The parse counters (the fetch job's when it parsed) count every HTML page.
+        parse_step = 'fetch-%s' % layer if fused else 'parse-%s' % layer
+        with open(os.path.join(out, 'steps', parse_step + '.json')) as f:
+            parse = json.load(f)['counters']['parse']
+        assert parse['pages_parsed_total'] == sum(
+            1 for p in pages if p['status'] == R.FETCH_FETCHED and p['title'] is not None)
+        assert os.path.exists(os.path.join(out, 'steps', 'parse-%s.json' % layer)) != fused
+        # ... and feed the per-layer summary.
+        assert report['layers'][int(layer)]['links_rejected'] == {
+            k[len('link_rejected_'):-len('_total')]: v for k, v in parse.items()
+            if k.startswith('link_rejected_')}
+    assert any(row['links_rejected'] for row in report['layers'])
     row1 = report['layers'][1]
     assert row1['urls_in'] == row1['accounted'] == 10
     assert row1['robots_denied'] == 1 and row1['http_error'] == 1
@@ -130,6 +147,15 @@ def test_crawl_inline_runner(site, tmp_path):
 
 def test_crawl_local_runner(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'local')
+    check_whole_output(site, out, report)
+
+
+def test_crawl_with_a_separate_parse_job(site, tmp_path):
+    # fetch.parse = false: fetch -> doc/L -> MRParse -> out/L, the same whole output.
+    out, report = crawl_fixture(site, tmp_path, 'inline', settings=['fetch.parse=false'])
+    assert sorted(os.listdir(os.path.join(out, 'doc'))) == ['000', '001', '002', '003']
+    docs = read_records(os.path.join(out, 'doc', '000'))
+    assert docs[0]['kind'] == 'doc' and docs[0]['body']
     check_whole_output(site, out, report)
 
 

@@ -84,12 +84,12 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         assert h.find('title').text == l.find('title').text
         assert [u.text for u in h.find('duplicates')] == [u.text for u in l.find('duplicates')]
 
-    # Same statuses, layer by layer.
+    # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
         local_docs = {d['url']: d['status'] for d in read_records(
-            os.path.join(local_out, 'doc', layer))}
+            os.path.join(local_out, 'out', layer))}
         hadoop_docs = {d['url']: d['status'] for d in hdfs_records(
-            fs, '%s/doc/%s' % (out_uri, layer))}
+            fs, '%s/out/%s' % (out_uri, layer))}
         assert hadoop_docs == local_docs, layer
 
     # The Hadoop jobs' counters feed the same per-layer summary.

@@ -8,7 +8,7 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     cash, carried to doc/ and out/), and in a re-crawl etag, last_modified and prev
     ({digest, fields_checksum, status, last_fetch}: what the page was).
 
-``doc`` (doc/NNN, MRFetch): exactly one per URL of in/NNN
+``doc`` (doc/NNN, MRFetch with fetch.parse = false): exactly one per URL of in/NNN
     url, depth, layer (int), status (FETCH_* below), reason (str|null: why, for every
     status but fetched), http_status (int|null), final_url (str: after redirects),
     redirects (list of str: the hops, in order), content_type (str|null, no params),
@@ -23,8 +23,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     A ``url`` record may carry ``etag`` and ``last_modified`` (from a previous fetch):
     the fetch then sends If-None-Match / If-Modified-Since, and a 304 is not_modified.
 
-``page`` (out/NNN, MRParse): exactly one per doc record
-    every doc field but body, plus title (str|null), text (str), links (list of
+``page`` (out/NNN, MRParse, or MRFetch with fetch.parse = true): exactly one per doc
+    record, i.e. per URL of in/NNN. Every doc field but body (kept when warc.enabled
+    and the fetch parses: the WARC writer reads it from out/), plus title (str|null), text (str), links (list of
     {url, text, rel}), canonical (str|null), noindex (bool), nofollow (bool);
     site (str|null: the conf/sites configuration the page's final URL matched),
     fields (dict|null: field name -> extracted value: str, int, float, ISO date str,
