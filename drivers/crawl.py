@@ -156,7 +156,9 @@ class Crawl:
         self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
             json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in seeds.good))
         step = {'counters': {'inject': {'seeds_total': len(seeds.good),
-                                        'seeds_bad_total': bad}},
+                                        'seeds_bad_total': bad,
+                                        'seed_hosts_total': len({urls.host(u)
+                                                                 for u in seeds.good})}},
                 'seeds': info, 'seconds': 0.0}
         self.report.save_step('inject', step)
         self.fs.rename(tmp, final)
@@ -212,6 +214,7 @@ class Crawl:
         self.prepare()
         inject = self.inject(seeds_path)
         urls_in = inject['counters']['inject']['seeds_total']
+        hosts_in = inject['counters']['inject'].get('seed_hosts_total')
         layers_done = []
         for layer in range(self.depth + 1):
             L = _layer(layer)
@@ -220,7 +223,7 @@ class Crawl:
             layer_arg = ['--layer', str(layer)]
             db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
             todo = []
-            if self.conf['fetch']['plan']:
+            if self.plan_needed(hosts_in, self.path('plan', L)):
                 todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
                              layer_arg))
             todo += self.fetch_parse_steps([self.path('in', L)], self.path('doc', L),
@@ -264,6 +267,7 @@ class Crawl:
                 self.progress('layer %s: no URL to fetch; stopping' % _layer(layer + 1))
                 break
             urls_in = generated
+            hosts_in = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED_HOSTS)
         outs = [self.path('out', _layer(n)) for n in range(len(layers_done))]
         self.progress('merge: %d layer(s)' % len(outs))
         from jobs.invert_links import MRInvertLinks
@@ -275,6 +279,21 @@ class Crawl:
         from drivers.index import build_index
         index = build_index(self, outs)
         return self.finish(layers_done, merge=merge, xml=xml, index=index)
+
+    def plan_needed(self, hosts, plan_dir):
+        """Run the fetch plan for a layer of *hosts* distinct hosts (None: unknown)?
+
+        Only with fetch.plan, and only when the layer has more hosts than one fetch
+        reducer has threads: with fewer, every politeness key (a host, or a coarser IP
+        or domain) gets its own thread at once in whatever reducer it lands, so placing
+        keys cannot shorten the layer, and the plan would be a job for nothing. A plan
+        already made (a resumed crawl) is used.
+        """
+        if not self.conf['fetch']['plan']:
+            return False
+        if self.fs.exists(plan_dir):
+            return True
+        return hosts is None or hosts > self.conf['fetch']['threads']
 
     def _plan_args(self, L):
         """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
@@ -332,7 +351,8 @@ class Crawl:
                                           p('in'), ['--recrawl-at', info['at']])
         due = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED, 0)
         self.progress('  %d URL(s) due' % due)
-        if self.conf['fetch']['plan']:
+        hosts = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED_HOSTS)
+        if self.plan_needed(hosts, p('plan')):
             steps['plan'] = self.run_step(name + 'plan', MRPlanFetch, [p('in')], p('plan'))
         part = p('plan', 'part-00000')
         plan_args = ['--plan', part] if self.fs.exists(part) else []

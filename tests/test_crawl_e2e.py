@@ -172,3 +172,26 @@ def test_depth_zero_fetches_only_the_seeds(site, tmp_path):
     assert [p for p in site.paths() if p != '/robots.txt'] == ['/']
     assert len(report['layers']) == 1
     assert len(read_xml(os.path.join(out, 'xml'))) == 1
+
+
+def test_fetch_plan_runs_only_for_layers_with_more_hosts_than_threads(tmp_path):
+    from drivers.fixture_site import FixtureSite
+    with FixtureSite('127.0.0.2') as one, FixtureSite('127.0.0.3') as two:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text('%s\n%s\n' % (one.url('/'), two.url('/')))
+        for threads, planned in ((1, True), (2, False)):
+            out = str(tmp_path / ('threads%d' % threads))
+            Crawl(out, test_conf('fetch.threads=%d' % threads), runner='inline', depth=1,
+                  progress=lambda m: None).run(str(seeds))
+            steps = sorted(os.listdir(os.path.join(out, 'steps')))
+            with open(os.path.join(out, 'steps', 'inject.json')) as f:
+                assert json.load(f)['counters']['inject']['seed_hosts_total'] == 2
+            with open(os.path.join(out, 'steps', 'generate-001.json')) as f:
+                assert json.load(f)['counters']['generate']['generated_hosts_total'] == 2
+            have = [s for s in steps if s.startswith('plan-')]
+            assert have == (['plan-000.json', 'plan-001.json'] if planned else []), steps
+            assert os.path.isdir(os.path.join(out, 'plan')) == planned
+            for layer in ('000', '001'):   # either way, nothing lost
+                ins = read_records(os.path.join(out, 'in', layer))
+                pages = read_records(os.path.join(out, 'out', layer))
+                assert sorted(r['url'] for r in ins) == sorted(p['url'] for p in pages)
