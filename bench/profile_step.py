@@ -25,8 +25,9 @@ import time
 BENCH = os.path.dirname(os.path.abspath(__file__))
 PYSPY = os.path.join(BENCH, '.venv-scrapy', 'bin', 'py-spy')
 CLASSES = {'fetch': 'MRFetch', 'parse': 'MRParse', 'optimize': 'MROptimize',
-           'generate': 'MRGenerate', 'merge': 'MRMerge', 'xml': 'MRHtmlToXml'}
-MODULES = {'xml': 'html_to_xml'}
+           'generate': 'MRGenerate', 'merge': 'MRMerge', 'xml': 'MRHtmlToXml',
+           'plan': 'MRPlanFetch'}
+MODULES = {'xml': 'html_to_xml', 'plan': 'plan_fetch'}
 
 
 def role(proc_frame):

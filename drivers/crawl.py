@@ -4,8 +4,11 @@
     for each layer L = 0 .. depth:
         plan      in/L                      -> plan/L      (MRPlanFetch: which reducer
                                                                       owns which big host)
-        fetch     in/L (+ plan/L)           -> doc/L       (MRFetch, CrawlerDriver)
-        warc      doc/L                     -> warc/*.warc.gz + warc_index/L  (MRWarc,
+        fetch     in/L (+ plan/L)           -> out/L       (MRFetch, CrawlerDriver; it parses
+                                                                      each page: fetch.parse)
+          or, with fetch.parse = false:
+        fetch     in/L (+ plan/L)           -> doc/L       (MRFetch: documents with bodies)
+        warc      out/L or doc/L            -> warc/*.warc.gz + warc_index/L  (MRWarc,
                                                                       warc.enabled only)
         parse     doc/L                     -> out/L       (MRParse, ParserDriver)
         optimize  crawldb/L-1 + out/L       -> crawldb/L   (MROptimize, OptimizerDriver)
@@ -90,6 +93,33 @@ class Crawl:
         self.report = Report(self.out, self.fs, conf, depth, runner)
         self._conf_file = None
 
+    @property
+    def fused_parse(self):
+        """fetch.parse: the fetch job parses and writes out/; no parse job, no doc/."""
+        return bool(self.conf['fetch'].get('parse', True))
+
+    def fetch_parse_steps(self, inputs, doc, out, args=(), plan_args=(), warc=None):
+        """(kind, job, inputs, output, args) of a layer's fetch, warc and parse steps.
+
+        *warc*: (its warc_index folder, the file-name prefix), used with warc.enabled;
+        MRWarc reads the fetch's output (out/ pages that kept their bodies, or doc/).
+        A layer whose doc/ a run with fetch.parse = false left is finished that way
+        (resumed: nothing is fetched twice).
+        """
+        from jobs.fetch import MRFetch
+        from jobs.parse import MRParse
+        from jobs.warc import MRWarc
+        args, plan_args = list(args), list(plan_args)
+        fused = self.fused_parse and not self.fs.exists(doc)
+        fetched = out if fused else doc
+        todo = [('fetch', MRFetch, inputs, fetched, args + plan_args)]
+        if warc is not None and self.warc_enabled:
+            index, prefix = warc
+            todo.append(('warc', MRWarc, [fetched], index, args + self.warc_args(prefix)))
+        if not fused:
+            todo.append(('parse', MRParse, [doc], out, args))
+        return todo
+
     # -- paths ----------------------------------------------------------------------
 
     def path(self, *parts):
@@ -100,7 +130,8 @@ class Crawl:
     def prepare(self):
         try:
             self.fs.check_writable(self.out)
-            for sub in ('in', 'doc', 'out', 'crawldb', 'steps'):
+            for sub in ('in', 'out', 'crawldb', 'steps') + (
+                    () if self.fused_parse else ('doc',)):
                 self.fs.mkdirs(self.path(sub))
         except OSError as e:
             raise CrawlError('cannot write the crawl output folder %s: %s' % (
@@ -136,7 +167,9 @@ class Crawl:
         self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
             json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in seeds.good))
         step = {'counters': {'inject': {'seeds_total': len(seeds.good),
-                                        'seeds_bad_total': bad}},
+                                        'seeds_bad_total': bad,
+                                        'seed_hosts_total': len({urls.host(u)
+                                                                 for u in seeds.good})}},
                 'seeds': info, 'seconds': 0.0}
         self.report.save_step('inject', step)
         self.fs.rename(tmp, final)
@@ -182,18 +215,16 @@ class Crawl:
         return self.fs.exists(self.path('STOP'))
 
     def run(self, seeds_path):
-        from jobs.fetch import MRFetch
         from jobs.generate import MRGenerate
         from jobs.html_to_xml import MRHtmlToXml
         from jobs.optimize import MROptimize
         from jobs.pagerank import MRPageRank
-        from jobs.parse import MRParse
         from jobs.plan_fetch import MRPlanFetch
-        from jobs.warc import MRWarc
 
         self.prepare()
         inject = self.inject(seeds_path)
         urls_in = inject['counters']['inject']['seeds_total']
+        hosts_in = inject['counters']['inject'].get('seed_hosts_total')
         layers_done = []
         for layer in range(self.depth + 1):
             L = _layer(layer)
@@ -202,17 +233,13 @@ class Crawl:
             layer_arg = ['--layer', str(layer)]
             db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
             todo = []
-            if self.conf['fetch']['plan']:
+            if self.plan_needed(hosts_in, self.path('plan', L)):
                 todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
                              layer_arg))
-            todo.append(('fetch', MRFetch, [self.path('in', L)], self.path('doc', L),
-                         layer_arg))
-            if self.warc_enabled:
-                todo.append(('warc', MRWarc, [self.path('doc', L)],
-                             self.path('warc_index', L),
-                             layer_arg + self.warc_args('mrcrawl-L' + L)))
-            todo += [('parse', MRParse, [self.path('doc', L)], self.path('out', L), layer_arg),
-                     ('optimize', MROptimize, db_in + [self.path('out', L)],
+            todo += self.fetch_parse_steps([self.path('in', L)], self.path('doc', L),
+                                           self.path('out', L), layer_arg,
+                                           warc=(self.path('warc_index', L), 'mrcrawl-L' + L))
+            todo += [('optimize', MROptimize, db_in + [self.path('out', L)],
                       self.path('crawldb', L), layer_arg)]
             if layer < self.depth:
                 gen_in = [self.path('crawldb', L)]
@@ -229,7 +256,7 @@ class Crawl:
                              self.path('in', _layer(layer + 1)),
                              ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
             for kind, job_cls, inputs, final, args in todo:
-                if kind == 'fetch':
+                if kind == 'fetch':   # the plan is known only once its step ran
                     args = args + self._plan_args(L)
                 name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
                 if kind == 'warc':
@@ -253,6 +280,7 @@ class Crawl:
                 self.progress('layer %s: no URL to fetch; stopping' % _layer(layer + 1))
                 break
             urls_in = generated
+            hosts_in = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED_HOSTS)
         outs = [self.path('out', _layer(n)) for n in range(len(layers_done))]
         self.progress('merge: %d layer(s)' % len(outs))
         from jobs.invert_links import MRInvertLinks
@@ -310,6 +338,21 @@ class Crawl:
             if name.startswith((prefix + '-', '.tmp-' + prefix + '-')):
                 self.fs.rm(self.path('warc', name))
 
+    def plan_needed(self, hosts, plan_dir):
+        """Run the fetch plan for a layer of *hosts* distinct hosts (None: unknown)?
+
+        Only with fetch.plan, and only when the layer has more hosts than one fetch
+        reducer has threads: with fewer, every politeness key (a host, or a coarser IP
+        or domain) gets its own thread at once in whatever reducer it lands, so placing
+        keys cannot shorten the layer, and the plan would be a job for nothing. A plan
+        already made (a resumed crawl) is used.
+        """
+        if not self.conf['fetch']['plan']:
+            return False
+        if self.fs.exists(plan_dir):
+            return True
+        return hosts is None or hosts > self.conf['fetch']['threads']
+
     def _plan_args(self, L):
         """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
         part = self.fs.join(self.path('plan', L), 'part-00000')
@@ -327,7 +370,7 @@ class Crawl:
         """One re-crawl round over the newest crawl database, into OUT/recrawl/RRR/.
 
             generate --recrawl-at AT  newest crawldb        -> RRR/in   (due URLs + validators)
-            plan, fetch, parse        RRR/in                -> RRR/doc, RRR/out
+            plan, fetch (+ parse)     RRR/in                -> RRR/out (+ RRR/doc)
             optimize                  newest crawldb + out  -> RRR/crawldb (intervals adapted)
             warc                      RRR/doc               -> warc/mrcrawl-RRRR-*.warc.gz,
                                                                RRR/warc_index (warc.enabled)
@@ -339,13 +382,10 @@ class Crawl:
         """
         from drivers.db import newest_crawldb
         from jobs.changes import MRChanges
-        from jobs.fetch import MRFetch
         from jobs.generate import MRGenerate
         from jobs.html_to_xml import MRHtmlToXml
         from jobs.optimize import MROptimize
-        from jobs.parse import MRParse
         from jobs.plan_fetch import MRPlanFetch
-        from jobs.warc import MRWarc
 
         self.prepare()
         rounds = sorted(n for n in self.fs.listdir(self.path('recrawl')) if n.isdigit())
@@ -371,16 +411,17 @@ class Crawl:
                                           p('in'), ['--recrawl-at', info['at']])
         due = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED, 0)
         self.progress('  %d URL(s) due' % due)
-        if self.conf['fetch']['plan']:
+        hosts = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED_HOSTS)
+        if self.plan_needed(hosts, p('plan')):
             steps['plan'] = self.run_step(name + 'plan', MRPlanFetch, [p('in')], p('plan'))
         part = p('plan', 'part-00000')
         plan_args = ['--plan', part] if self.fs.exists(part) else []
-        steps['fetch'] = self.run_step(name + 'fetch', MRFetch, [p('in')], p('doc'), plan_args)
-        if self.warc_enabled:
-            self.clear_warc_files(p('warc_index'), 'mrcrawl-R' + rnd)
-            steps['warc'] = self.run_step(name + 'warc', MRWarc, [p('doc')], p('warc_index'),
-                                          self.warc_args('mrcrawl-R' + rnd))
-        steps['parse'] = self.run_step(name + 'parse', MRParse, [p('doc')], p('out'))
+        for kind, job_cls, inputs, final, args in self.fetch_parse_steps(
+                [p('in')], p('doc'), p('out'), plan_args=plan_args,
+                warc=(p('warc_index'), 'mrcrawl-R' + rnd)):
+            if kind == 'warc':
+                self.clear_warc_files(final, 'mrcrawl-R' + rnd)
+            steps[kind] = self.run_step(name + kind, job_cls, inputs, final, args)
         steps['optimize'] = self.run_step(name + 'optimize', MROptimize,
                                           [info['crawldb'], p('out')], p('crawldb'))
         steps['changes'] = self.run_step(name + 'changes', MRChanges, [p('out')], p('changes'))

@@ -67,12 +67,15 @@ class WebHDFS:
         self.client.delete(p)
         self.client.rename(tmp, p)
 
-    def read_text(self, path):
+    def read_bytes(self, path):
         try:
             with self.client.read(self._p(path)) as reader:
-                return reader.read().decode('utf-8')
+                return reader.read()
         except HdfsError as e:
             raise OSError(str(e))
+
+    def read_text(self, path):
+        return self.read_bytes(path).decode('utf-8')
 
     def listdir(self, path):
         try:

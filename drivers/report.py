@@ -60,7 +60,8 @@ class Report:
         row['accounted'] = sum(row[s] for s in R.FETCH_STATUSES)
         if 'warc' in steps:
             row['warc'] = steps['warc']['counters'].get(C.WARC, {})
-        parse = steps.get('parse', {}).get('counters', {}).get(C.PARSE, {})
+        # The parse counters: the parse job's, or the fetch job's when it parsed.
+        parse = steps.get('parse', steps['fetch']).get('counters', {}).get(C.PARSE, {})
         row['on_topic'] = parse.get(C.PAGES_ON_TOPIC, 0)
         row['off_topic'] = parse.get(C.PAGES_OFF_TOPIC, 0)
         row['links_rejected'] = {

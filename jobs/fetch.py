@@ -1,8 +1,16 @@
-"""MRFetch (CrawlerDriver): fetch one layer's URLs politely.
+"""MRFetch (CrawlerDriver): fetch one layer's URLs politely, and parse them.
 
-Reads ``url`` records (in/NNN) and writes exactly one ``doc`` record per input URL
-(doc/NNN), with status fetched, not_modified, http_error, network_error, robots_denied,
-filtered, deferred or redirected (see jobs.lib.records).
+Reads ``url`` records (in/NNN) and writes exactly one record per input URL, with status
+fetched, not_modified, http_error, network_error, robots_denied, filtered, deferred or
+redirected (see jobs.lib.records):
+
+- ``fetch.parse = true`` (default; Nutch's fetcher.parse): a ``page`` record (out/NNN),
+  the document parsed in the reducer by jobs.lib.parsepage.PageParser, as MRParse
+  would, as it arrives from the fetch threads. The threads spend most of their time
+  waiting out politeness delays, so the parse CPU hides in that wait and the layer has
+  no parse job. Parse counters go to the ``parse`` group. The body is dropped, as
+  MRParse drops it, unless ``warc.enabled`` (a WARC writer reads the bodies from out/).
+- ``fetch.parse = false``: a ``doc`` record with the body (doc/NNN), for MRParse.
 
 The mapper computes each URL's politeness key (``politeness.key``: host, IP address or
 registered domain) and sends the URL to one of ``fetch.reducers`` bins; each reducer
@@ -34,7 +42,7 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, fetcher, plan, records as R
+from jobs.lib import counters as C, fetcher, parsepage, plan, records as R
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
@@ -55,6 +63,10 @@ class FetchKeyProtocol:
     @staticmethod
     def write(key, value):
         return key.encode('utf-8') + b'\t' + orjson.dumps(value)
+
+
+#: doc fields a fused fetch keeps on its page records when warc.enabled.
+_WARC_FIELDS = ('body', 'http', 'warc_body')
 
 
 class MRFetch(CrawlJob):
@@ -120,6 +132,10 @@ class MRFetch(CrawlJob):
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
         self.stats = {}
+        self.parser = None
+        if self.conf['fetch'].get('parse', True):
+            self.parser = parsepage.PageParser(self.conf, self._count_parse)
+            self.keep_body = bool(self.conf.get('warc', {}).get('enabled', False))
 
     def reducer_fetch_host(self, _, values):
         """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
@@ -196,7 +212,18 @@ class MRFetch(CrawlJob):
         self.count(C.BYTES, doc['length'])
         if time.monotonic() - self.last_status > _STATUS_EVERY:
             self._status()
+        if self.parser is not None:
+            # With WARC on, the page keeps what MRWarc reads (the body, the HTTP exchange,
+            # the exact bytes of a lossy decode); MRParse-style out/ records drop them.
+            kept = {k: doc[k] for k in _WARC_FIELDS if doc.get(k) is not None} \
+                if self.keep_body else {}
+            doc = self.parser.parse(doc)      # never raises: see PageParser.parse
+            doc.update(kept)
         yield None, doc
+
+    def _count_parse(self, name, amount=1):
+        if amount:
+            self.increment_counter(C.PARSE, name, amount)
 
     def _status(self):
         self.last_status = time.monotonic()

@@ -17,6 +17,9 @@ What comes first is ``generate.strategy``; each gives a candidate a priority:
 With a topic profile, ``generate.topic_weight`` w multiplies a priority by
 (1 + w x share of its in-links that come from on-topic pages).
 
+Counters: ``generated_total`` URLs over ``generated_hosts_total`` distinct hosts (the
+driver runs the fetch plan only when there are more hosts than ``fetch.threads``).
+
 Caps, as Nutch's generator: the mapper keys candidates by host and a reducer sees all of
 one host's candidates, so ``filter.max_urls_per_host`` (when not 0) keeps the host's best
 ones (counter ``over_host_cap_total``); then, when ``generate.top_n`` is not 0, one
@@ -187,11 +190,15 @@ class MRGenerate(CrawlJob):
         if cap:
             n, keyed = _keep_best(keyed, cap)
             self.count(C.OVER_HOST_CAP, n - len(keyed))
+        any_url = False
         for key, cand in keyed:
+            any_url = True
             if gen['top_n']:
                 yield None, [key, cand]
             else:
                 yield None, self._url_record(cand)
+        if any_url and not gen['top_n']:
+            self.count(C.GENERATED_HOSTS)
 
     def reducer_top_n(self, key, keyed):
         """All hosts' candidates -> the layer's best generate.top_n (resources pass)."""
@@ -201,6 +208,7 @@ class MRGenerate(CrawlJob):
             return
         n, best = _keep_best(((tuple(k), c) for k, c in keyed), self.conf['generate']['top_n'])
         self.count(C.OVER_TOP_N, n - len(best))
+        self.count(C.GENERATED_HOSTS, len({urls.host(c[1]) for _, c in best}))
         for _, cand in best:
             yield None, self._url_record(cand)
 

@@ -18,46 +18,44 @@ from jobs.lib import counters as C, fetcher, plan
 
 
 class MRPlanFetch(CrawlJob):
+    """One step: each mapper sums its URLs per key (in-mapper combining: one row per key
+    and task, the table is as big as the plan reducer's anyway), one reducer places."""
     COUNTER_GROUP = C.PLAN
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_cost_by_key,
-                       combiner=self.combiner_sum,
-                       reducer=self.reducer_sum),
-                MRStep(reducer=self.reducer_place,
+        return [MRStep(mapper_init=self.mapper_init_sums,
+                       mapper=self.mapper_cost_by_key,
+                       mapper_final=self.mapper_final_sums,
+                       reducer=self.reducer_place,
                        jobconf={'mapreduce.job.reduces': 1})]
 
+    def mapper_init_sums(self):
+        self.sums = {}     # politeness key -> [urls, predicted seconds]
+
     def mapper_cost_by_key(self, _, line):
-        """in/ line -> (politeness key, [urls, predicted seconds])."""
+        """in/ line -> this task's sums per politeness key (nothing emitted yet)."""
         pol = self.conf['politeness']
         for rec in self.records(line, 'url'):
             key = fetcher.fetch_key(rec, self.conf)
             if key is None:
                 continue      # MRFetch records these as filtered (bad_url); no cost
             latency = rec.get('latency', self.conf['fetch']['expected_latency'])
-            yield key, [1, pol['delay'] + latency]
+            s = self.sums.setdefault(key, [0, 0.0])
+            s[0] += 1
+            s[1] += pol['delay'] + latency
+        return ()
 
-    def combiner_sum(self, key, values):
-        """Partial sums of one key's URL count and cost."""
-        n = cost = 0
-        for a, b in values:
-            n += a
-            cost += b
-        yield key, [n, cost]
-
-    def reducer_sum(self, key, values):
-        """(key, partial sums) -> (None, [key, urls, cost]) for the single planning reducer."""
-        n, cost = 0, 0.0
-        for a, b in values:
-            n += a
-            cost += b
-        yield None, [key, n, cost]
+    def mapper_final_sums(self):
+        """-> (None, [key, urls, seconds]) per key, for the single planning reducer."""
+        for key, (n, cost) in self.sums.items():
+            yield None, [key, n, cost]
 
     def reducer_place(self, _, values):
         """All keys' costs -> plan records of the keys worth placing (LPT)."""
         keys = {}
         for key, n, cost in values:
-            keys[key] = (n, cost)
+            have = keys.get(key, (0, 0.0))
+            keys[key] = (have[0] + n, have[1] + cost)
         self.count(C.PLAN_KEYS, len(keys))
         reducers = self.conf['fetch']['reducers']
         placed, _ = plan.place({k: c for k, (n, c) in keys.items()}, reducers,

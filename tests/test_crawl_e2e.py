@@ -13,11 +13,11 @@ from tests.conftest import ROOT, read_records, read_xml, test_conf
 DELAY = 0.2
 
 
-def crawl_fixture(site, tmp_path, runner, depth=3):
+def crawl_fixture(site, tmp_path, runner, depth=3, settings=()):
     seeds = tmp_path / 'seeds.txt'
     seeds.write_text('# fixture\n%s\n' % site.url('/'))
     out = str(tmp_path / 'crawl')
-    report = Crawl(out, test_conf(), runner=runner, depth=depth,
+    report = Crawl(out, test_conf(*settings), runner=runner, depth=depth,
                    progress=lambda m: None).run(str(seeds))
     return out, report
 
@@ -39,15 +39,32 @@ def check_whole_output(site, out, report):
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert min(gaps) >= DELAY * 0.95, min(gaps)
 
-    # Every URL of a layer's in/ comes out of its doc/ exactly once, with a status.
+    # Every URL of a layer's in/ leaves it exactly once, with a status: as a page record
+    # of out/ (and, when the parse is its own job, as a doc record of doc/ first).
+    fused = not os.path.exists(os.path.join(out, 'doc'))
     layers = sorted(os.listdir(os.path.join(out, 'in')))
     assert layers == ['000', '001', '002', '003']
     for layer in layers:
         urls_in = [r['url'] for r in read_records(os.path.join(out, 'in', layer))]
-        docs = read_records(os.path.join(out, 'doc', layer))
-        assert sorted(urls_in) == sorted(d['url'] for d in docs)
-        assert all(d['status'] in R.FETCH_STATUSES for d in docs)
-        assert len(read_records(os.path.join(out, 'out', layer))) == len(docs)
+        pages = read_records(os.path.join(out, 'out', layer))
+        assert sorted(urls_in) == sorted(p['url'] for p in pages)
+        assert all(p['status'] in R.FETCH_STATUSES for p in pages)
+        assert all(p['kind'] == 'page' and 'body' not in p for p in pages)
+        if not fused:
+            docs = read_records(os.path.join(out, 'doc', layer))
+            assert sorted(urls_in) == sorted(d['url'] for d in docs)
+        # The parse counters (the fetch job's when it parsed) count every HTML page.
+        parse_step = 'fetch-%s' % layer if fused else 'parse-%s' % layer
+        with open(os.path.join(out, 'steps', parse_step + '.json')) as f:
+            parse = json.load(f)['counters']['parse']
+        assert parse['pages_parsed_total'] == sum(
+            1 for p in pages if p['status'] == R.FETCH_FETCHED and p['title'] is not None)
+        assert os.path.exists(os.path.join(out, 'steps', 'parse-%s.json' % layer)) != fused
+        # ... and feed the per-layer summary.
+        assert report['layers'][int(layer)]['links_rejected'] == {
+            k[len('link_rejected_'):-len('_total')]: v for k, v in parse.items()
+            if k.startswith('link_rejected_')}
+    assert any(row['links_rejected'] for row in report['layers'])
     row1 = report['layers'][1]
     assert row1['urls_in'] == row1['accounted'] == 10
     assert row1['robots_denied'] == 1 and row1['http_error'] == 1
@@ -133,6 +150,15 @@ def test_crawl_local_runner(site, tmp_path):
     check_whole_output(site, out, report)
 
 
+def test_crawl_with_a_separate_parse_job(site, tmp_path):
+    # fetch.parse = false: fetch -> doc/L -> MRParse -> out/L, the same whole output.
+    out, report = crawl_fixture(site, tmp_path, 'inline', settings=['fetch.parse=false'])
+    assert sorted(os.listdir(os.path.join(out, 'doc'))) == ['000', '001', '002', '003']
+    docs = read_records(os.path.join(out, 'doc', '000'))
+    assert docs[0]['kind'] == 'doc' and docs[0]['body']
+    check_whole_output(site, out, report)
+
+
 def test_rerun_of_a_finished_crawl_fetches_nothing(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'inline', depth=1)
     n = len(site.requests)
@@ -146,3 +172,26 @@ def test_depth_zero_fetches_only_the_seeds(site, tmp_path):
     assert [p for p in site.paths() if p != '/robots.txt'] == ['/']
     assert len(report['layers']) == 1
     assert len(read_xml(os.path.join(out, 'xml'))) == 1
+
+
+def test_fetch_plan_runs_only_for_layers_with_more_hosts_than_threads(tmp_path):
+    from drivers.fixture_site import FixtureSite
+    with FixtureSite('127.0.0.2') as one, FixtureSite('127.0.0.3') as two:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text('%s\n%s\n' % (one.url('/'), two.url('/')))
+        for threads, planned in ((1, True), (2, False)):
+            out = str(tmp_path / ('threads%d' % threads))
+            Crawl(out, test_conf('fetch.threads=%d' % threads), runner='inline', depth=1,
+                  progress=lambda m: None).run(str(seeds))
+            steps = sorted(os.listdir(os.path.join(out, 'steps')))
+            with open(os.path.join(out, 'steps', 'inject.json')) as f:
+                assert json.load(f)['counters']['inject']['seed_hosts_total'] == 2
+            with open(os.path.join(out, 'steps', 'generate-001.json')) as f:
+                assert json.load(f)['counters']['generate']['generated_hosts_total'] == 2
+            have = [s for s in steps if s.startswith('plan-')]
+            assert have == (['plan-000.json', 'plan-001.json'] if planned else []), steps
+            assert os.path.isdir(os.path.join(out, 'plan')) == planned
+            for layer in ('000', '001'):   # either way, nothing lost
+                ins = read_records(os.path.join(out, 'in', layer))
+                pages = read_records(os.path.join(out, 'out', layer))
+                assert sorted(r['url'] for r in ins) == sorted(p['url'] for p in pages)

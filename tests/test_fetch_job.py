@@ -130,3 +130,75 @@ def test_cross_key_redirect_target_is_known_for_the_next_layer(tmp_path):
     assert by_url['http://a.example/r']['status'] == R.DB_REDIRECTED
     assert by_url['http://b.example/t']['status'] == R.DB_UNFETCHED
     assert by_url['http://b.example/t']['depth'] == 2
+
+
+# -- fetch.parse: the fetch reducer parses ---------------------------------------------
+
+def _parse_fields(page):
+    return {k: page.get(k) for k in ('url', 'status', 'title', 'text', 'links', 'canonical',
+                                      'noindex', 'nofollow', 'main_text', 'language',
+                                      'parse_error')}
+
+
+def test_fetch_writes_the_pages_the_parse_job_would(tmp_path):
+    from jobs.parse import MRParse
+    with FixtureSite() as site:
+        records = [{'kind': 'url', 'url': site.url(p), 'depth': 0} for p in PATHS]
+        pages, counters = run(MRFetch, tmp_path, records)
+        docs, doc_counters = run(MRFetch, tmp_path, records, 'fetch.parse=false')
+    check_one_doc_each(records, pages, counters)
+    assert all(p['kind'] == 'page' and 'body' not in p for p in pages)
+    assert all(d['kind'] == 'doc' for d in docs) and any(d['body'] for d in docs)
+    assert 'parse' not in doc_counters
+    # The separate parse job makes the same pages from the documents.
+    lines = ''.join(json.dumps(d) + '\n' for d in docs)
+    conf = tmp_path / 'conf-MRFetch.json'
+    job = MRParse(['-r', 'inline', '--crawl-conf', str(conf)])
+    job.sandbox(stdin=io.BytesIO(lines.encode()))
+    with job.make_runner() as runner:
+        runner.run()
+        parsed = [v for _, v in job.parse_output(runner.cat_output())]
+        parse_counters = C.merge_steps(runner.counters())
+    by_url = {p['url']: _parse_fields(p) for p in parsed}
+    assert {p['url']: _parse_fields(p) for p in pages} == by_url
+    assert any(p['links'] for p in pages) and any(p['main_text'] for p in pages)
+    # The parse counters, in the fetch job's counters under their own group.
+    assert counters['parse'] == parse_counters['parse']
+    assert counters['parse'][C.PAGES_PARSED] == sum(1 for p in pages if p['title'])
+
+
+def test_fetch_keeps_bodies_in_pages_for_the_warc_writer(tmp_path):
+    conf = test_conf('politeness.delay=%s' % DELAY)
+    conf['warc'] = dict(conf.get('warc', {}), enabled=True)
+    path = tmp_path / 'conf-warc.json'
+    path.write_text(json.dumps(conf))
+    with FixtureSite() as site:
+        records = [{'kind': 'url', 'url': site.url(p), 'depth': 0} for p in ('/', '/a.html')]
+        job = MRFetch(['-r', 'inline', '--crawl-conf', str(path)])
+        job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n' for r in records).encode()))
+        with job.make_runner() as runner:
+            runner.run()
+            pages = [v for _, v in job.parse_output(runner.cat_output())]
+    assert [p['kind'] for p in pages] == ['page', 'page']
+    assert all('<html' in p['body'].lower() and p['links'] for p in pages)
+
+
+def test_a_page_that_breaks_the_parser_costs_its_parse_not_the_task(tmp_path, monkeypatch):
+    from jobs.lib import parsepage
+    real = parsepage.PageParser.keep_links
+
+    def keep_links(self, found, page_url=None, site=None):
+        if page_url.endswith('/a.html'):
+            raise RuntimeError('parser bug')
+        return real(self, found, page_url, site)
+    monkeypatch.setattr(parsepage.PageParser, 'keep_links', keep_links)
+    with FixtureSite() as site:
+        records = [{'kind': 'url', 'url': site.url(p), 'depth': 0} for p in PATHS]
+        pages, counters = run(MRFetch, tmp_path, records)
+    check_one_doc_each(records, pages, counters)
+    by_path = {p['url'][len(site.url('')):]: p for p in pages}
+    broken = by_path['/a.html']
+    assert broken['parse_error'] == 'RuntimeError' and broken['links'] == []
+    assert broken['status'] == R.FETCH_FETCHED and broken['title'] is None
+    assert counters['parse'][C.PARSE_ERROR] == 1
+    assert by_path['/']['links'] and 'parse_error' not in by_path['/']

@@ -4,6 +4,7 @@ Needs the cluster that ``make hadoop-up`` starts (``make test`` starts and stops
 environment of ``hadoop/env.sh``. If the cluster is not there the test fails, loudly: a
 crawler whose Hadoop path is untested is not done.
 """
+import io
 import json
 import os
 import signal
@@ -15,6 +16,7 @@ import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from drivers.fixture_site import FixtureSite
 from drivers.hdfs import WebHDFS
@@ -25,7 +27,7 @@ DEPTH = 2
 
 
 #: Both crawls: a delay long enough that a fetch reducer of layer 1 lives a few seconds.
-SETTINGS = TEST_SETTINGS + ['politeness.delay=0.5']
+SETTINGS = TEST_SETTINGS + ['politeness.delay=0.5', 'warc.enabled=true']
 
 
 def mrcrawl_crawl(seeds, out, runner):
@@ -144,16 +146,36 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         assert h.find('title').text == l.find('title').text
         assert [u.text for u in h.find('duplicates')] == [u.text for u in l.find('duplicates')]
 
-    # Same statuses, layer by layer.
+    # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
         local_docs = {d['url']: d['status'] for d in read_records(
-            os.path.join(local_out, 'doc', layer))}
-        hadoop_docs = {d['url']: d['status'] for d in hdfs_records(
-            fs, '%s/doc/%s' % (out_uri, layer))}
+            os.path.join(local_out, 'out', layer))}
+        hadoop_pages = hdfs_records(fs, '%s/out/%s' % (out_uri, layer))
+        hadoop_docs = {d['url']: d['status'] for d in hadoop_pages}
         assert hadoop_docs == local_docs, layer
         in_urls = sorted(r['url'] for r in hdfs_records(fs, '%s/in/%s' % (out_uri, layer)))
-        doc_urls = sorted(d['url'] for d in hdfs_records(fs, '%s/doc/%s' % (out_uri, layer)))
-        assert doc_urls == in_urls, layer                 # none lost, none twice
+        assert sorted(d['url'] for d in hadoop_pages) == in_urls, layer  # none lost or twice
+
+    # WARC (warc.enabled): the map tasks uploaded their files to HDFS through WebHDFS;
+    # read back with warcio, they hold the same responses as the local run's.
+    def responses(paths, read):
+        got = []
+        for path in paths:
+            for rec in ArchiveIterator(io.BytesIO(read(path))):
+                if rec.rec_type == 'response':
+                    rec.content_stream().read()
+                    got.append((rec.rec_headers.get_header('WARC-Target-URI').replace(
+                        'http://127.0.0.1:%d' % site.port, ''),
+                        rec.rec_headers.get_header('WARC-Payload-Digest')))
+        return sorted(got)
+    local_warc = os.path.join(local_out, 'warc')
+    hadoop_names = [n for n in fs.listdir(out_uri + '/warc') if n.endswith('.warc.gz')]
+    assert hadoop_names and not [n for n in fs.listdir(out_uri + '/warc')
+                                 if n.startswith('.tmp-')]
+    got = responses([out_uri + '/warc/' + n for n in hadoop_names], fs.read_bytes)
+    want = responses([os.path.join(local_warc, n) for n in os.listdir(local_warc)],
+                     lambda p: open(p, 'rb').read())
+    assert got == want and len(got) >= 8
 
     # The Hadoop jobs' counters feed the same per-layer summary.
     local_report = json.load(open(os.path.join(local_out, 'report.json')))

@@ -498,22 +498,22 @@ def test_disk_full_mid_crawl_is_one_clear_error_and_layers_stay(site, tmp_path, 
     # Layer 000 is complete and intact: its steps, records and state.
     state = json.loads((out / 'state.json').read_text())
     assert state['last_completed_step'] == 'generate-001'
-    for step in ('fetch-000', 'parse-000', 'optimize-000', 'generate-001'):
+    for step in ('fetch-000', 'optimize-000', 'generate-001'):   # fetch parses
         assert (out / 'steps' / (step + '.json')).exists()
-    docs = read_records(str(out / 'doc' / '000'))
-    assert [d['url'] for d in docs] == [site.url('/')] and docs[0]['status'] == 'fetched'
+    pages = read_records(str(out / 'out' / '000'))
+    assert [d['url'] for d in pages] == [site.url('/')] and pages[0]['status'] == 'fetched'
     assert len(read_records(str(out / 'in' / '001'))) > 3
-    assert not (out / 'doc' / '001').exists()
-    before = _tree(str(out / 'doc')), _tree(str(out / 'crawldb'))
+    assert not (out / 'out' / '001').exists()
+    before = _tree(str(out / 'out')), _tree(str(out / 'crawldb'))
     # Once there is room again, the same command continues from there.
     if mode == 'blocked':
         os.remove(out / 'tmp')
     res = subprocess.run([sys.executable, '-m', 'drivers.cli'] + args + ['-q'], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert _tree(str(out / 'doc' / '000')) == {k[4:]: v for k, v in before[0].items()
+    assert _tree(str(out / 'out' / '000')) == {k[4:]: v for k, v in before[0].items()
                                                if k.startswith('000/')}
-    assert (out / 'xml').is_dir() and (out / 'doc' / '002').is_dir()
+    assert (out / 'xml').is_dir() and (out / 'out' / '002').is_dir()
 
 
 # -- a whole crawl through traps and hostile endpoints ------------------------------------
@@ -534,9 +534,9 @@ def test_crawl_through_traps_finishes_with_every_url_accounted_for(tmp_path):
         out = tmp_path / 'out'
         for layer in sorted(os.listdir(out / 'in')):
             ins = [r['url'] for r in read_records(str(out / 'in' / layer))]
-            docs = [d['url'] for d in read_records(str(out / 'doc' / layer))]
-            assert sorted(docs) == sorted(ins), layer           # one doc per in/ URL
-            assert len(set(docs)) == len(docs)
+            pages = [d['url'] for d in read_records(str(out / 'out' / layer))]
+            assert sorted(pages) == sorted(ins), layer          # one page per in/ URL
+            assert len(set(pages)) == len(pages)
         # The session trap is one page (jsessionid stripped) plus its two ?page= links;
         # the calendar grows by two months per layer, never past the depth.
         fetched = [p for p in s.paths() if p.startswith('/hostile/session')]

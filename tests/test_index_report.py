@@ -44,9 +44,9 @@ def test_index_has_one_row_per_url_and_layer_with_duplicates_joined(crawled):
     table = index_table(out)
     assert table.schema.remove(table.schema.get_field_index('layer')) == INDEX_SCHEMA
     rows = table.to_pylist()
-    # Every doc record of every layer, exactly once.
+    # Every page record (one per in/ URL) of every layer, exactly once.
     docs = [(d['url'], d['layer'], d['status'])
-            for layer in ('000', '001') for d in read_records(os.path.join(out, 'doc', layer))]
+            for layer in ('000', '001') for d in read_records(os.path.join(out, 'out', layer))]
     assert sorted((r['url'], r['layer'], r['status']) for r in rows) == sorted(docs)
     # Counts by status match the per-layer summary.
     report = json.load(open(os.path.join(out, 'report.json')))

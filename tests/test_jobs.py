@@ -75,7 +75,8 @@ def test_generate_selects_unfetched_within_depth(conf_file):
           for d, s in [(1, 'unfetched'), (2, 'unfetched'), (3, 'unfetched'), (1, 'fetched')]]
     out, counters = run_job(MRGenerate, conf_file, db, '--max-depth', '2')
     assert sorted(r['url'] for r in out) == ['http://h/1', 'http://h/2']
-    assert counters['generate'] == {'generated_total': 2, 'beyond_depth_total': 1}
+    assert counters['generate'] == {'generated_total': 2, 'beyond_depth_total': 1,
+                                    'generated_hosts_total': 1}
 
 
 def test_parse_keeps_every_record_and_filters_links(conf_file):

@@ -24,8 +24,8 @@ def outcome(out, base):
     def strip(u):
         return u.replace(base, '')
     docs = {}
-    for layer in sorted(os.listdir(os.path.join(out, 'doc'))):
-        for d in read_records(os.path.join(out, 'doc', layer)):
+    for layer in sorted(os.listdir(os.path.join(out, 'out'))):
+        for d in read_records(os.path.join(out, 'out', layer)):
             docs[strip(d['url'])] = (layer, d['status'], d['http_status'])
     xml = sorted(strip(u) for u in read_xml(os.path.join(out, 'xml')))
     newest = sorted(os.listdir(os.path.join(out, 'crawldb')))[-1]
@@ -54,7 +54,7 @@ def test_killed_driver_resumes_to_the_same_result(tmp_path):
         seeds.write_text(site.url('/') + '\n')
         out = tmp_path / 'killed'
         kills = 0
-        for marker in ('fetch-000', 'parse-001', 'generate-002', 'optimize-003'):
+        for marker in ('fetch-000', 'fetch-001', 'generate-002', 'optimize-003'):
             proc = start_crawl(seeds, out)
             deadline = time.monotonic() + 60
             while not (out / 'steps' / (marker + '.json')).exists():

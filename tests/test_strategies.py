@@ -91,6 +91,13 @@ def test_strategies_and_top_n(tmp_path, strategy, expected):
                                      if r['url'] in expected else 99)] == expected
     assert counters['generate']['generated_total'] == 2
     assert counters['generate']['over_top_n_total'] == 4
+    assert counters['generate']['generated_hosts_total'] == len({
+        r['url'].split('/')[2] for r in out})
+    # Without top_n, the host count comes from the per-host reducers.
+    out, counters = run_job(MRGenerate, conf_file(tmp_path, 'generate.strategy="%s"' % strategy),
+                            candidates(), '--max-depth', '3')
+    assert counters['generate']['generated_total'] == 6
+    assert counters['generate']['generated_hosts_total'] == 2
 
 
 def test_pagerank_strategy_crawl_with_top_n(site, tmp_path):

@@ -70,8 +70,8 @@ def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
         assert proc.returncode == 2, (stdout, stderr)
         lines = stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith('mrcrawl: step fetch-001 failed')
-        assert not (out / 'doc' / '001').exists()         # nothing half-written in place
-        assert (out / 'doc' / '000').exists()             # the completed layer is intact
+        assert not (out / 'out' / '001').exists()         # nothing half-written in place
+        assert (out / 'out' / '000').exists()             # the completed layer is intact
 
         # The rerun redoes fetch-001 and ends exactly like the uninterrupted crawl.
         res = subprocess.run(crawl_cmd(seeds, out), cwd=ROOT, capture_output=True,
@@ -80,8 +80,8 @@ def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
         assert outcome(str(out), site.url('')) == reference
         for layer in ('000', '001', '002'):
             urls_in = [r['url'] for r in read_records(str(out / 'in' / layer))]
-            docs = [d['url'] for d in read_records(str(out / 'doc' / layer))]
-            assert sorted(urls_in) == sorted(docs)          # none lost, none twice
+            pages = [d['url'] for d in read_records(str(out / 'out' / layer))]
+            assert sorted(urls_in) == sorted(pages)         # none lost, none twice
 
 
 def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path):

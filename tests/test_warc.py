@@ -59,7 +59,9 @@ def warcio_cli(*args):
     return subprocess.run([WARCIO] + list(args), capture_output=True, text=True, timeout=120)
 
 
-def docs_of(out, folder='doc'):
+def docs_of(out, folder='out'):
+    """The fetch's output records of every layer: out/ (the fetch parses, fetch.parse;
+    with WARC on its page records keep the body and the HTTP exchange)."""
     return [d for layer in sorted(os.listdir(os.path.join(out, folder)))
             for d in read_records(os.path.join(out, folder, layer))]
 
@@ -217,7 +219,7 @@ def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
             if r['type'] in ('response', 'revisit'):
                 got[r['h']['WARC-Target-URI']] = r
 
-    docs = read_records(os.path.join(out, 'recrawl', '001', 'doc'))
+    docs = read_records(os.path.join(out, 'recrawl', '001', 'out'))
     kinds = {'not_modified': 0, 'identical': 0, 'response': 0}
     for doc in docs:
         rec = got[doc['final_url']]
@@ -267,14 +269,14 @@ def run_warc_job(runner, inputs, warc_dir, output_dir, conf_file, prefix='mrcraw
 def test_local_runner_one_file_per_split_and_rerun_replaces(crawled, tmp_path):
     _, out, _ = crawled
     conf_file = os.path.join(out, 'conf.json')
-    doc = os.path.join(out, 'doc', '001')
+    doc = os.path.join(out, 'out', '001')
     warc_dir = str(tmp_path / 'warc')
     first = str(tmp_path / 'index1')
     run_warc_job('local', [doc], warc_dir, first, conf_file)
     names = sorted(os.listdir(warc_dir))
     lines = read_records(first)
     # One file per input split that had something to archive, named after the split.
-    assert len(names) >= 2, names            # the local runner cut doc/001 into splits
+    assert len(names) >= 2, names            # the local runner cut out/001 into splits
     assert sorted({os.path.basename(r['warc_filename']) for r in lines}) == names
     for name in names:
         assert name.startswith('mrcrawl-L001-part-') and name.endswith('.warc.gz')
@@ -418,3 +420,24 @@ def test_hdfs_output_goes_through_webhdfs_with_replace(tmp_path, monkeypatch):
                      ('delete', '/crawl/warc/NAME.warc.gz'),
                      ('rename', tmp, '/crawl/warc/NAME.warc.gz')]
     assert not local.exists()
+
+
+def test_warc_from_doc_records_when_the_fetch_does_not_parse(tmp_path):
+    """fetch.parse = false: MRWarc reads doc/ (the documents with their bodies), and the
+    archive is the same as the fused fetch's: one response per fetched URL, payloads
+    byte-exact (digests checked by warcio), and out/ keeps no body."""
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        out = str(tmp_path / 'crawl')
+        Crawl(out, test_conf(*SETTINGS, 'fetch.parse=false'), runner='inline', depth=1,
+              progress=lambda m: None).run(str(seeds))
+    files = sorted(glob.glob(os.path.join(out, 'warc', '*.warc.gz')))
+    check = warcio_cli('check', '-v', *files)
+    assert files and check.returncode == 0 and 'fail' not in check.stdout, check.stdout
+    responses = [r['h']['WARC-Target-URI'] for f in files for r in read_warc(f)
+                 if r['type'] == 'response']
+    docs = docs_of(out, 'doc')
+    assert sorted(responses) == sorted(d['final_url'] for d in docs
+                                       if d['status'] in (R.FETCH_FETCHED, R.FETCH_HTTP_ERROR))
+    assert all('body' not in p and 'http' not in p for p in docs_of(out, 'out'))

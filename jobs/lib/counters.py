@@ -87,6 +87,7 @@ PAGES_UNCHANGED = 'pages_unchanged_total'  #: re-fetched page that did not chang
 # generate
 GENERATED = 'generated_total'
 GENERATED_RESOURCES = 'generated_resources_total'  #: of which resources (outside the caps)
+GENERATED_HOSTS = 'generated_hosts_total'  #: distinct hosts of the generated URLs
 BEYOND_DEPTH = 'beyond_depth_total'
 OVER_TOP_N = 'over_top_n_total'            #: candidates past generate.top_n: stay unfetched
 RECRAWL_DUE = 'recrawl_due_total'          #: fetched URLs whose interval has passed

@@ -11,7 +11,7 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     final URL), resource_name (str: the rule's name) and max_bytes (int: bytes read at
     most), all three carried to doc/ and out/.
 
-``doc`` (doc/NNN, MRFetch): exactly one per URL of in/NNN
+``doc`` (doc/NNN, MRFetch with fetch.parse = false): exactly one per URL of in/NNN
     url, depth, layer (int), status (FETCH_* below), reason (str|null: why, for every
     status but fetched), http_status (int|null), final_url (str: after redirects),
     redirects (list of str: the hops, in order), content_type (str|null, no params),
@@ -36,8 +36,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     digest = of the bytes read, declared_length (int|null: the size the server
     declared, Content-Range total or Content-Length of an unencoded body).
 
-``page`` (out/NNN, MRParse): exactly one per doc record
-    every doc field but body (and http, warc_body), plus title (str|null), text (str), links (list of
+``page`` (out/NNN, MRParse, or MRFetch with fetch.parse = true): exactly one per doc
+    record, i.e. per URL of in/NNN. Every doc field but body, http and warc_body (kept
+    when warc.enabled and the fetch parses: the WARC writer reads them from out/), plus
+    title (str|null), text (str), links (list of
     {url, text, rel}), canonical (str|null), noindex (bool), nofollow (bool);
     site (str|null: the conf/sites configuration the page's final URL matched),
     fields (dict|null: field name -> extracted value: str, int, float, ISO date str,
