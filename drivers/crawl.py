@@ -83,6 +83,7 @@ class Crawl:
         self.runner = runner
         self.depth = depth
         self.progress = progress
+        self.user_args = list(runner_args)
         self.runner_args = list(runner_args)
         if runner == 'hadoop':
             from drivers import hadoop
@@ -183,9 +184,11 @@ class Crawl:
             return self.report.load_step(name)
         tmp = self.path('tmp', name)
         self.fs.rm(tmp)
-        args = ['-r', self.runner, '--crawl-conf', self._conf_file, '--output-dir',
+        runner_name = self.runner_for(job_cls, inputs)
+        args = ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
                 self.fs.local_path(tmp) if self.runner != 'hadoop' else tmp,
-                ] + self.runner_args + list(extra_args) + list(inputs)
+                ] + (self.runner_args if runner_name == self.runner else self.user_args) + \
+            list(extra_args) + list(inputs)
         job = job_cls(args=args)
         start = time.monotonic()
         try:
@@ -198,7 +201,8 @@ class Crawl:
                 name, type(e).__name__, ' '.join(str(e).split()), job_cls.__name__,
                 ' '.join(args)))
         merged = C.merge_steps(counters)
-        step = {'counters': merged, 'seconds': round(time.monotonic() - start, 3)}
+        step = {'counters': merged, 'seconds': round(time.monotonic() - start, 3),
+                'runner': runner_name}
         self.report.save_step(name, step)
         if not self.fs.exists(tmp):
             self.fs.mkdirs(tmp)   # an empty result is still a result
@@ -208,6 +212,22 @@ class Crawl:
         self.fs.write_text(self.path('state.json'), json.dumps(
             {'last_completed_step': name, 'output': final}))
         return step
+
+    #: Jobs that never run inline: the fetch's reducers must run side by side.
+    NEVER_INLINE = ('MRFetch',)
+
+    def runner_for(self, job_cls, inputs):
+        """The runner for one step: ``inline`` for a small job of a local-runner crawl
+        (runner.uber_max_bytes, Hadoop's uber mode), else the crawl's runner."""
+        limit = self.conf.get('runner', {}).get('uber_max_bytes', 0)
+        if self.runner != 'local' or limit <= 0 or job_cls.__name__ in self.NEVER_INLINE:
+            return self.runner
+        total = 0
+        for path in inputs:
+            total += self.fs.size(path)
+            if total > limit:
+                return self.runner
+        return 'inline'
 
     # -- the loop -------------------------------------------------------------------
 
@@ -262,7 +282,9 @@ class Crawl:
                 if kind == 'warc':
                     self.clear_warc_files(final, 'mrcrawl-L' + L)
                 steps[kind] = self.run_step(name, job_cls, inputs, final, args)
-                self.progress('  %-9s %6.1fs' % (kind, steps[kind]['seconds']))
+                self.progress('  %-9s %6.1fs%s' % (kind, steps[kind]['seconds'], (
+                    '  (inline)' if steps[kind].get('runner') == 'inline'
+                    and self.runner != 'inline' else '')))
                 if self.stop_requested():
                     # Consumed, so that rerunning the same command continues the crawl.
                     self.fs.rm(self.path('STOP'))

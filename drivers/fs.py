@@ -47,6 +47,13 @@ class LocalFS:
     def listdir(self, path):
         return sorted(os.listdir(path)) if os.path.isdir(path) else []
 
+    def size(self, path):
+        """Bytes under *path* (a file or a folder, recursively); 0 if it is missing."""
+        if os.path.isfile(path):
+            return os.path.getsize(path)
+        return sum(os.path.getsize(os.path.join(d, f))
+                   for d, _, files in os.walk(path) for f in files)
+
     def check_writable(self, path):
         """Raise OSError with a plain message if *path* cannot hold the crawl."""
         self.mkdirs(path)

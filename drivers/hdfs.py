@@ -77,6 +77,12 @@ class WebHDFS:
     def read_text(self, path):
         return self.read_bytes(path).decode('utf-8')
 
+    def size(self, path):
+        try:
+            return self.client.content(self._p(path))['length']
+        except HdfsError:
+            return 0
+
     def listdir(self, path):
         try:
             return sorted(self.client.list(self._p(path)))

@@ -145,9 +145,46 @@ def test_crawl_inline_runner(site, tmp_path):
         base + '/': {'main_text': 1}}
 
 
+def step_runners(out):
+    runners = {}
+    for name in os.listdir(os.path.join(out, 'steps')):
+        with open(os.path.join(out, 'steps', name)) as f:
+            runners[name[:-len('.json')]] = json.load(f).get('runner')
+    return runners
+
+
 def test_crawl_local_runner(site, tmp_path):
-    out, report = crawl_fixture(site, tmp_path, 'local')
+    # runner.uber_max_bytes = 0: every job runs as the local runner's task processes.
+    out, report = crawl_fixture(site, tmp_path, 'local', settings=['runner.uber_max_bytes=0'])
     check_whole_output(site, out, report)
+    runners = step_runners(out)
+    assert set(runners.values()) - {None} == {'local'}, runners   # None: inject
+
+
+def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
+    """runner.uber_max_bytes (default 16 MiB): jobs with small inputs run in the driver
+    on the inline runner (Hadoop's uber mode); the fetch always has task processes."""
+    out, report = crawl_fixture(site, tmp_path, 'local', depth=1)
+    runners = step_runners(out)
+    assert runners['fetch-000'] == runners['fetch-001'] == 'local'
+    assert runners['optimize-000'] == runners['generate-001'] == runners['xml'] == 'inline'
+    pages = [p for p in site.paths() if p != '/robots.txt']
+    assert len(pages) == len(set(pages)) >= 5
+    for layer in ('000', '001'):
+        ins = read_records(os.path.join(out, 'in', layer))
+        outs = read_records(os.path.join(out, 'out', layer))
+        assert sorted(r['url'] for r in ins) == sorted(p['url'] for p in outs)
+    assert len(read_xml(os.path.join(out, 'xml'))) >= 5
+
+    # Past the limit, the same step runs as local tasks.
+    crawl = Crawl(str(tmp_path / 'other'), test_conf('runner.uber_max_bytes=100'),
+                  runner='local', progress=lambda m: None)
+    from jobs.optimize import MROptimize
+    from jobs.fetch import MRFetch
+    small, big = os.path.join(out, 'in', '000'), os.path.join(out, 'out', '001')
+    assert crawl.runner_for(MROptimize, [small]) == 'inline'
+    assert crawl.runner_for(MROptimize, [small, big]) == 'local'
+    assert crawl.runner_for(MRFetch, [small]) == 'local'
 
 
 def test_crawl_with_a_separate_parse_job(site, tmp_path):
