@@ -62,7 +62,12 @@ class TaskKiller(threading.Thread):
                 continue
             if 'python' in os.path.basename(argv[0]) and '--reducer' in argv and \
                     any(a.endswith('fetch.py') for a in argv):
-                yield int(pid)
+                try:       # a YARN container's task, never a local crawl's on this machine
+                    cwd = os.readlink('/proc/%s/cwd' % pid)
+                except OSError:
+                    continue
+                if '/appcache/application_' in cwd:
+                    yield int(pid)
 
     def run(self):
         while not self.done.is_set() and self.killed is None:

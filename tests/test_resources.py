@@ -102,7 +102,9 @@ def test_generate_keeps_resources_outside_the_host_cap(tmp_path):
 # -- fetch and parse --------------------------------------------------------------------
 
 def test_fetch_caps_a_resource_and_keeps_no_body(site, tmp_path):
-    conf_file = write_conf(tmp_path, 'politeness.delay=0')
+    # fetch.parse=false: the fetch's own doc records (with the fused default, the same
+    # fields reach out/ through the parser: test_crawl_fetches_resources_once_with_a_cap).
+    conf_file = write_conf(tmp_path, 'politeness.delay=0', 'fetch.parse=false')
     clip, ctype = MEDIA['/media/clip.mp4']
     parent = site.url('/media/film1.html')
     recs = [{'kind': 'url', 'url': site.url('/media/clip.mp4'), 'depth': 1,

@@ -175,7 +175,8 @@ def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
 
     counters = collections.Counter()
     for layer in range(5):
-        with open(os.path.join(out, 'steps', 'parse-%03d.json' % layer)) as f:
+        # The fetch parses (fetch.parse): its step carries the parse counters.
+        with open(os.path.join(out, 'steps', 'fetch-%03d.json' % layer)) as f:
             counters.update(json.load(f)['counters']['parse'])
     assert counters['sitemap_urls_total'] == 1 + 3 + 2 + 1 + 1   # robots, index, 3 urlsets
     assert counters['sitemap_robots_total'] == 1 and counters['sitemap_sitemapindex_total'] == 1

@@ -24,8 +24,17 @@ def crawl_cmd(seeds, out):
     return args
 
 
-def task_pids(script, role):
-    """PIDs of mrjob task processes running *script* as *role* (--mapper/--reducer)."""
+def _ppid(pid):
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return int(f.read().rsplit(')', 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def task_pids(script, role, ancestor):
+    """PIDs of mrjob task processes running *script* as *role* (--mapper/--reducer)
+    that descend from process *ancestor* (never another crawl's on this machine)."""
     pids = []
     for pid in os.listdir('/proc'):
         if not pid.isdigit():
@@ -35,7 +44,12 @@ def task_pids(script, role):
                 argv = f.read().split(b'\0')
         except OSError:
             continue
-        if script.encode() in b' '.join(argv) and role.encode() in argv:
+        if not (script.encode() in b' '.join(argv) and role.encode() in argv):
+            continue
+        p = int(pid)
+        while p and p != ancestor:
+            p = _ppid(p)
+        if p == ancestor:
             pids.append(int(pid))
     return pids
 
@@ -61,7 +75,7 @@ def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, 'no fetch reducer of layer 1 seen'
             if (out / 'steps' / 'fetch-000.json').exists():
-                pids = task_pids('fetch.py', '--reducer')
+                pids = task_pids('fetch.py', '--reducer', proc.pid)
                 if pids and len(site.requests) > 3:
                     os.kill(pids[0], signal.SIGKILL)
                     killed = pids[0]
