@@ -5,8 +5,13 @@ It handles what every job does the same way: the resolved configuration file
 of crashing, and counters under the job's group. A job subclass sets ``COUNTER_GROUP``
 and writes its mappers and reducers over dict records.
 """
+import os
+import subprocess
+from functools import partial
+
 import orjson
 from mrjob.job import MRJob
+from mrjob.local import LocalMRJobRunner
 
 from jobs.lib import config, counters as C
 
@@ -70,9 +75,8 @@ class CrawlJob(MRJob):
         return self._conf
 
     def _runner_class(self):
-        """``-r local`` runs jobs.lib.runner.LocalRunner (no in-memory sort fallback)."""
+        """``-r local`` runs LocalRunner (below: no in-memory sort fallback)."""
         if self.options.runner == 'local':
-            from jobs.lib.runner import LocalRunner
             return LocalRunner
         return super()._runner_class()
 
@@ -94,3 +98,41 @@ class CrawlJob(MRJob):
             self.count(C.UNEXPECTED_RECORD)
             return
         yield rec
+
+
+# -- the local runner -----------------------------------------------------------------
+# mrjob's local runner, with the shuffle's sort never falling back to memory.
+#
+# mrjob's ``LocalMRJobRunner`` sorts each reducer's input with the ``sort`` binary and, if
+# that fails (disk full, a bad ``--sort-bin``), logs an error and sorts the whole input in
+# the driver's memory instead. A soak crawl of 110k pages hit that: the merge's sort failed
+# on a full disk and the driver grew to 4.2 GB. A crawler must fail that step with the
+# reason instead: :class:`LocalRunner` raises :class:`SortFailed`, which the driver reports
+# as the step's failure (its output never lands; the rerun redoes the step).
+
+class SortFailed(RuntimeError):
+    pass
+
+
+def sort_with_sort_bin(input_paths, output_path, sort_bin, tmp_dir, sort_values=False):
+    """Sort *input_paths* into *output_path* with *sort_bin* (LC_ALL=C), or raise."""
+    env = dict(os.environ, LC_ALL='C', TMP=tmp_dir, TMPDIR=tmp_dir)
+    with open(output_path, 'wb') as output:
+        if not input_paths:
+            return
+        try:
+            proc = subprocess.run(list(sort_bin) + list(input_paths), stdout=output,
+                                  stderr=subprocess.PIPE, env=env)
+        except OSError as e:
+            raise SortFailed('the shuffle sort could not start (%s): %s' % (sort_bin[0], e))
+        if proc.returncode:
+            raise SortFailed('the shuffle sort failed (exit %d): %s' % (
+                proc.returncode, proc.stderr.decode('utf-8', 'replace').strip()[-300:]))
+
+
+class LocalRunner(LocalMRJobRunner):
+    """``-r local`` for mrcrawl's jobs: the sort binary or a clear failure."""
+
+    def _sort_input_func(self):
+        return partial(sort_with_sort_bin, sort_bin=self._sort_bin(),
+                       tmp_dir=self._get_local_tmp_dir())
