@@ -611,24 +611,30 @@ class HostFetcher:
 
     # -- bodies -------------------------------------------------------------------------
 
-    def _read_body(self, resp, limit, deadline):
-        """Read up to *limit* decoded bytes; returns (bytes, truncated).
+    def _stream(self, resp, limit, deadline, sink):
+        """Feed up to *limit* decoded bytes of *resp* to *sink*; True if more followed.
 
         urllib3 >= 2.6 decompresses at most *amt* bytes per ``read1`` call, so a gzip
         bomb never inflates past the limit plus one chunk.
         """
-        chunks, size = [], 0
-        raw = resp.raw
+        size, raw = 0, resp.raw
         while True:
             if self.clock() > deadline:
                 raise self._limit_error(deadline)
             chunk = raw.read1(min(_CHUNK, limit - size + 1), decode_content=True)
             if not chunk:
-                return b''.join(chunks), False
-            chunks.append(chunk)
+                return False
+            if size + len(chunk) > limit:
+                sink(chunk[:limit - size])
+                return True
+            sink(chunk)
             size += len(chunk)
-            if size > limit:
-                return b''.join(chunks)[:limit], True
+
+    def _read_body(self, resp, limit, deadline):
+        """Read up to *limit* decoded bytes; returns (bytes, truncated)."""
+        chunks = []
+        truncated = self._stream(resp, limit, deadline, chunks.append)
+        return b''.join(chunks), truncated
 
     def _read_resource(self, doc, resp, deadline):
         """A secondary resource: stream its first ``max_bytes`` (decoded) bytes through
@@ -636,20 +642,13 @@ class HostFetcher:
         limit = doc.get('max_bytes')
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             limit = self.max_body
-        sha, size, truncated = hashlib.sha1(), 0, False
-        raw = resp.raw
-        while True:
-            if self.clock() > deadline:
-                raise self._limit_error(deadline)
-            chunk = raw.read1(min(_CHUNK, limit - size + 1), decode_content=True)
-            if not chunk:
-                break
-            if size + len(chunk) > limit:
-                chunk, truncated = chunk[:limit - size], True
+        sha, seen = hashlib.sha1(), [0]
+
+        def sink(chunk):
             sha.update(chunk)
-            size += len(chunk)
-            if truncated:
-                break
+            seen[0] += len(chunk)
+        truncated = self._stream(resp, limit, deadline, sink)
+        size = seen[0]
         doc['length'] = size
         doc['truncated'] = truncated
         doc['digest'] = 'sha1:' + base64.b32encode(sha.digest()).decode('ascii')
