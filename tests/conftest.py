@@ -30,6 +30,24 @@ def test_conf(*extra):
 test_conf.__test__ = False
 
 
+def crawl_site(site, folder, conf, depth, start='/', runner='inline'):
+    """Crawl *site* from its path *start* into FOLDER/crawl: (out path, report)."""
+    seeds = os.path.join(str(folder), 'seeds.txt')
+    with open(seeds, 'w') as f:
+        f.write(site.url(start) + '\n')
+    out = os.path.join(str(folder), 'crawl')
+    from drivers.crawl import Crawl
+    report = Crawl(out, conf, runner=runner, depth=depth, progress=lambda m: None).run(seeds)
+    return out, report
+
+
+def at(days):
+    """An ISO-8601 UTC time *days* from now (re-crawl times)."""
+    from datetime import datetime, timedelta, timezone
+    t = datetime.now(timezone.utc) + timedelta(days=days)
+    return t.strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
 def read_records(folder):
     """All JSON-lines records of a job output folder."""
     out = []

@@ -11,12 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from drivers import fs as fslib
-from drivers.crawl import Crawl
 from drivers.fixture_site import FixtureSite
 from drivers.index import INDEX_SCHEMA, rows_to_parquet
 from drivers.report_html import collect, main_report
 from jobs.lib import records as R
-from tests.conftest import read_records, test_conf
+from tests.conftest import crawl_site, read_records, test_conf
 
 DELAY = 0.2     # conftest.TEST_SETTINGS
 
@@ -26,11 +25,7 @@ def crawled(tmp_path_factory):
     """The fixture site crawled to depth 1 with the inline runner: (site base URL, OUT)."""
     tmp = tmp_path_factory.mktemp('indexcrawl')
     with FixtureSite() as site:
-        seeds = tmp / 'seeds.txt'
-        seeds.write_text(site.url('/') + '\n')
-        out = str(tmp / 'crawl')
-        Crawl(out, test_conf(), runner='inline', depth=1,
-              progress=lambda m: None).run(str(seeds))
+        out, _ = crawl_site(site, tmp, test_conf(), depth=1)
         yield site.url(''), out
 
 

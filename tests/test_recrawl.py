@@ -1,28 +1,19 @@
 """Re-crawl: due pages fetched with conditional requests, intervals adapted, XML of changes."""
 import json
 import os
-from datetime import datetime, timedelta, timezone
 
 from drivers.crawl import Crawl
 from drivers.fixture_site import _page
 from lxml import etree
 
-from tests.conftest import ROOT, read_records, read_xml, test_conf
+from tests.conftest import ROOT, at, crawl_site, read_records, read_xml, test_conf
 
 DAY = 86400.0
 
 
-def at(days):
-    t = datetime.now(timezone.utc) + timedelta(days=days)
-    return t.strftime('%Y-%m-%dT%H:%M:%SZ')
-
-
 def test_recrawl_fetches_due_pages_and_writes_only_differences(site, tmp_path):
-    seeds = tmp_path / 'seeds.txt'
-    seeds.write_text(site.url('/') + '\n')
-    out = str(tmp_path / 'crawl')
     conf = test_conf('politeness.delay=0.05')
-    Crawl(out, conf, runner='inline', depth=1, progress=lambda m: None).run(str(seeds))
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
     base = site.url('')
 
     # Nothing is due an hour later (the default interval is 7 days).

@@ -12,14 +12,13 @@ import xml.etree.ElementTree as ET
 
 from lxml import etree
 
-from drivers.crawl import Crawl
 from drivers.fixture_site import MEDIA
 from jobs.fetch import MRFetch
 from jobs.generate import MRGenerate
-from jobs.lib import fetcher, sites, xmlpage
+from jobs.lib import sites, xmlpage
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
-from tests.conftest import ROOT, read_records, read_xml, test_conf
+from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
 from tests.test_jobs import page, run_job
 
 MEDIA_TOML = os.path.join(ROOT, 'tests', 'data', 'sites', 'media.toml')
@@ -191,13 +190,10 @@ def test_resources_in_xml_are_metadata_and_validate():
 # -- end to end ---------------------------------------------------------------------------
 
 def test_crawl_fetches_resources_once_with_a_cap(site, tmp_path):
-    seeds = tmp_path / 'seeds.txt'
-    seeds.write_text(site.url('/media/') + '\n')
     conf = sites.resolve(test_conf(
         'parse.sites=%s' % json.dumps([MEDIA_TOML]), 'politeness.delay=0.05',
         'filter.deny_extensions=["mp4", "jpg"]'))
-    out = str(tmp_path / 'crawl')
-    Crawl(out, conf, runner='inline', depth=2, progress=lambda m: None).run(str(seeds))
+    out, _ = crawl_site(site, tmp_path, conf, depth=2, start='/media/')
 
     base = site.url('')
     film1, film2 = base + '/media/film1.html', base + '/media/film2.html'

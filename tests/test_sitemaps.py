@@ -9,7 +9,7 @@ import pytest
 
 from jobs.lib import config, sitemaps
 from jobs.parse import MRParse
-from tests.conftest import test_conf
+from tests.conftest import crawl_site, test_conf
 from tests.test_jobs import run_job
 
 URLSET = b'''<?xml version="1.0" encoding="UTF-8"?>
@@ -131,18 +131,16 @@ def test_parse_job_reads_url_sources(tmp_path):
 # -- end to end: robots.txt -> gzipped index -> sitemaps -> pages no page links ---------
 
 def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
-    from drivers.crawl import Crawl
     from drivers.fixture_site import HIDDEN, ROBOTS, SITEMAP_INDEX
     from tests.conftest import read_records, read_xml
 
     site.robots = ROBOTS + b'Sitemap: ' + site.url(SITEMAP_INDEX).encode() + b'\n'
-    seeds = tmp_path / 'seeds.txt'
-    seeds.write_text(site.url('/~user/') + '\n')     # a page without links
-    out = str(tmp_path / 'crawl')
-    # robots.txt (layer 1) -> index (2) -> sitemaps (3) -> pages (4): sitemap links add
-    # no depth, so the pages are depth 1, but each file is one more layer.
-    Crawl(out, test_conf('sitemaps.enabled=true', KEEP, 'politeness.delay=0.05'),
-          runner='inline', depth=4, progress=lambda m: None).run(str(seeds))
+    # Seed: a page without links. robots.txt (layer 1) -> index (2) -> sitemaps (3) ->
+    # pages (4): sitemap links add no depth, so the pages are depth 1, but each file is
+    # one more layer.
+    out, _ = crawl_site(site, tmp_path,
+                        test_conf('sitemaps.enabled=true', KEEP, 'politeness.delay=0.05'),
+                        depth=4, start='/~user/')
 
     base = site.url('')
     pages = {}

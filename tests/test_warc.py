@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
 from urllib.parse import urlsplit
 
 import pyarrow.dataset as ds
@@ -21,7 +20,7 @@ from drivers.crawl import Crawl
 from drivers.fixture_site import FixtureSite, _page
 from jobs.lib import records as R, warcfile
 from jobs.warc import MRWarc
-from tests.conftest import read_records, test_conf
+from tests.conftest import at, crawl_site, read_records, test_conf
 
 WARCIO = os.path.join(os.path.dirname(sys.executable), 'warcio')
 SETTINGS = ('warc.enabled=true', 'politeness.delay=0.05')
@@ -71,11 +70,7 @@ def crawled(tmp_path_factory):
     """The fixture site crawled to depth 3 with WARC on (inline runner)."""
     tmp = tmp_path_factory.mktemp('warc')
     with FixtureSite() as site:
-        seeds = tmp / 'seeds.txt'
-        seeds.write_text(site.url('/') + '\n')
-        out = str(tmp / 'crawl')
-        report = Crawl(out, test_conf(*SETTINGS), runner='inline', depth=3,
-                       progress=lambda m: None).run(str(seeds))
+        out, report = crawl_site(site, tmp, test_conf(*SETTINGS), depth=3)
         yield site, out, report
 
 
@@ -186,17 +181,9 @@ def test_parquet_index_points_at_each_urls_response_record(crawled):
             assert rec.rec_headers.get_header('WARC-Payload-Digest') == row['digest']
 
 
-def at(days):
-    t = datetime.now(timezone.utc) + timedelta(days=days)
-    return t.strftime('%Y-%m-%dT%H:%M:%SZ')
-
-
 def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
-    seeds = tmp_path / 'seeds.txt'
-    seeds.write_text(site.url('/') + '\n')
-    out = str(tmp_path / 'crawl')
     conf = test_conf(*SETTINGS)
-    Crawl(out, conf, runner='inline', depth=1, progress=lambda m: None).run(str(seeds))
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
     first_files = set(glob.glob(os.path.join(out, 'warc', '*.warc.gz')))
     originals = {}       # (target URI, WARC-Date) -> response record
     for f in first_files:
@@ -427,11 +414,7 @@ def test_warc_from_doc_records_when_the_fetch_does_not_parse(tmp_path):
     archive is the same as the fused fetch's: one response per fetched URL, payloads
     byte-exact (digests checked by warcio), and out/ keeps no body."""
     with FixtureSite() as site:
-        seeds = tmp_path / 'seeds.txt'
-        seeds.write_text(site.url('/') + '\n')
-        out = str(tmp_path / 'crawl')
-        Crawl(out, test_conf(*SETTINGS, 'fetch.parse=false'), runner='inline', depth=1,
-              progress=lambda m: None).run(str(seeds))
+        out, _ = crawl_site(site, tmp_path, test_conf(*SETTINGS, 'fetch.parse=false'), depth=1)
     files = sorted(glob.glob(os.path.join(out, 'warc', '*.warc.gz')))
     check = warcio_cli('check', '-v', *files)
     assert files and check.returncode == 0 and 'fail' not in check.stdout, check.stdout
