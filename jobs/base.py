@@ -114,7 +114,7 @@ class SortFailed(RuntimeError):
     pass
 
 
-def sort_with_sort_bin(input_paths, output_path, sort_bin, tmp_dir, sort_values=False):
+def sort_with_sort_bin(input_paths, output_path, sort_bin, tmp_dir):
     """Sort *input_paths* into *output_path* with *sort_bin* (LC_ALL=C), or raise."""
     env = dict(os.environ, LC_ALL='C', TMP=tmp_dir, TMPDIR=tmp_dir)
     with open(output_path, 'wb') as output:

@@ -162,7 +162,7 @@ def test_crawl_local_runner(site, tmp_path):
 
 
 def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
-    """runner.uber_max_bytes (default 16 MiB): jobs with small inputs run in the driver
+    """runner.uber_max_bytes (default 64 MiB): jobs with small inputs run in the driver
     on the inline runner (Hadoop's uber mode); the fetch always has task processes."""
     out, report = crawl_fixture(site, tmp_path, 'local', depth=1)
     runners = step_runners(out)

@@ -40,7 +40,7 @@ import urllib3
 import urllib3.connection
 import urllib3.exceptions
 
-from jobs.lib import encoding, records as R, robots, urls
+from jobs.lib import counters as C, encoding, records as R, robots, urls
 
 HTML_TYPES = ('text/html', 'application/xhtml+xml')
 _KEPT_HEADERS = ('etag', 'last-modified', 'x-robots-tag', 'retry-after', 'content-length',
@@ -330,9 +330,7 @@ def _declared_length(headers):
     return int(value) if value.isdigit() else None
 
 
-def digest(body):
-    """``sha1:`` + base32 of the SHA-1 of *body*: the WARC payload digest form."""
-    return 'sha1:' + base64.b32encode(hashlib.sha1(body).digest()).decode('ascii')
+digest = R.digest     # the records' digest form, defined once in jobs.lib.records
 
 
 def http_exchange(resp):
@@ -651,11 +649,11 @@ class HostFetcher:
         size = seen[0]
         doc['length'] = size
         doc['truncated'] = truncated
-        doc['digest'] = 'sha1:' + base64.b32encode(sha.digest()).decode('ascii')
+        doc['digest'] = R.sha1_form(sha)
         doc['declared_length'] = _declared_length(resp.headers)
-        self._stat('resources_fetched_total')
+        self._stat(C.RESOURCES_FETCHED)
         if truncated:
-            self._stat('resources_truncated_total')
+            self._stat(C.RESOURCES_TRUNCATED)
 
     def _drain(self, resp, deadline):
         """Read the rest of a small unread body (redirects, errors, metadata-only types)

@@ -125,7 +125,19 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     fetched bodies), statuses (dict status -> URLs), reasons (dict reason -> URLs).
 """
 
+import base64
+import hashlib
 from datetime import datetime, timezone
+
+
+def sha1_form(sha):
+    """A finished SHA-1 hash object as records write digests: ``sha1:`` + base32."""
+    return 'sha1:' + base64.b32encode(sha.digest()).decode('ascii')
+
+
+def digest(data):
+    """The digest of *data* (bytes) as records and WARC-Payload-Digest write it."""
+    return sha1_form(hashlib.sha1(data))
 
 
 def now_iso():

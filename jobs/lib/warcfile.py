@@ -41,7 +41,6 @@ Record ids are UUID5 of (file prefix, record type, URL, fetch time) and every da
 the fetch time, so a re-run of a task writes byte-identical files.
 """
 import base64
-import hashlib
 import http.client
 import io
 import os
@@ -63,11 +62,6 @@ _NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, 'https://github.com/mrcrawl/mrcrawl/
 RESPONSE = 'response'
 REVISIT_IDENTICAL = 'revisit_identical'
 REVISIT_NOT_MODIFIED = 'revisit_not_modified'
-
-
-def digest(data):
-    """``sha1:`` + base32 of the SHA-1 of *data* (the fetcher's and WARC's form)."""
-    return 'sha1:' + base64.b32encode(hashlib.sha1(data).digest()).decode('ascii')
 
 
 def plan(doc):
@@ -98,7 +92,7 @@ def payload(doc):
     data = encoding.encode(body, doc.get('encoding'))
     if data is None:
         data = body.encode('utf-8')
-    return data, doc.get('digest') in (None, digest(data))
+    return data, doc.get('digest') in (None, R.digest(data))
 
 
 def response_headers(doc, length):
