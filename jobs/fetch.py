@@ -65,10 +65,6 @@ class FetchKeyProtocol:
         return key.encode('utf-8') + b'\t' + orjson.dumps(value)
 
 
-#: doc fields a fused fetch keeps on its page records when warc.enabled.
-_WARC_FIELDS = ('body', 'http', 'warc_body')
-
-
 class MRFetch(CrawlJob):
     COUNTER_GROUP = C.FETCH
     INTERNAL_PROTOCOL = FetchKeyProtocol
@@ -134,8 +130,9 @@ class MRFetch(CrawlJob):
         self.stats = {}
         self.parser = None
         if self.conf['fetch'].get('parse', True):
-            self.parser = parsepage.PageParser(self.conf, self._count_parse)
-            self.keep_body = bool(self.conf.get('warc', {}).get('enabled', False))
+            # With WARC on, pages keep what MRWarc reads from out/.
+            keep = parsepage.WARC_FIELDS if self.conf.get('warc', {}).get('enabled') else ()
+            self.parser = parsepage.PageParser(self.conf, self._count_parse, keep)
 
     def reducer_fetch_host(self, _, values):
         """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
@@ -213,12 +210,7 @@ class MRFetch(CrawlJob):
         if time.monotonic() - self.last_status > _STATUS_EVERY:
             self._status()
         if self.parser is not None:
-            # With WARC on, the page keeps what MRWarc reads (the body, the HTTP exchange,
-            # the exact bytes of a lossy decode); MRParse-style out/ records drop them.
-            kept = {k: doc[k] for k in _WARC_FIELDS if doc.get(k) is not None} \
-                if self.keep_body else {}
             doc = self.parser.parse(doc)      # never raises: see PageParser.parse
-            doc.update(kept)
         yield None, doc
 
     def _count_parse(self, name, amount=1):

@@ -21,12 +21,19 @@ from jobs.lib import (counters as C, encoding, extract, filters, html, records a
                       maintext, sitemaps, sites, topic, urls)
 
 
+#: doc fields a page drops: the body and what only the WARC job reads (the HTTP exchange,
+#: the exact bytes of a lossy decode). A PageParser made with ``keep`` carries those
+#: named there onto the page (MRFetch with warc.enabled: MRWarc then reads out/).
+WARC_FIELDS = ('body', 'http', 'warc_body')
+
+
 class PageParser:
     """Compiled once per task: the normaliser, link filters, site configs, topic profile."""
 
-    def __init__(self, conf, count):
+    def __init__(self, conf, count, keep=()):
         self.conf = conf
         self.count = count
+        self.keep = frozenset(keep)
         self.normalize = urls.normalizer(conf)
         self.link_filter = filters.LinkFilter(conf['filter'])
         self.sites = sites.SiteIndex(conf.get('sites'))
@@ -40,18 +47,18 @@ class PageParser:
         leaves the bare page (fetch metadata, no links), counted and named in
         ``parse_error``.
         """
-        body = doc.pop('body', None)
-        for key in ('http', 'warc_body'):   # for the WARC job only (MRFetch re-adds them)
-            doc.pop(key, None)
+        taken = {k: doc.pop(k) for k in WARC_FIELDS if k in doc}
         page = self.bare_page(doc)
         if doc.get('resource_of') is not None:
-            return self.resource_page(page)
-        try:
-            self.fill(page, doc, body)
-        except Exception as e:   # a bug on one page costs that page's parse, not the task
-            page = self.bare_page(doc)
-            self.count(C.PARSE_ERROR)
-            page['parse_error'] = type(e).__name__
+            page = self.resource_page(page)
+        else:
+            try:
+                self.fill(page, doc, taken.get('body'))
+            except Exception as e:   # a bug on one page costs its parse, not the task
+                page = self.bare_page(doc)
+                self.count(C.PARSE_ERROR)
+                page['parse_error'] = type(e).__name__
+        page.update((k, v) for k, v in taken.items() if k in self.keep and v is not None)
         return page
 
     def resource_page(self, page):
