@@ -114,7 +114,7 @@ class MRWarc(CrawlJob):
                 continue
             if self.warc is None:
                 self._open()
-            done = self.warc.add(doc, self.user_agent)
+            done = self.warc.add(doc, self.user_agent, kind)
             for rtype, n in done['types'].items():
                 self.count('records_%s_total' % rtype, n)
             if done['rebuilt']:

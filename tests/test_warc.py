@@ -350,7 +350,7 @@ def test_fetcher_keeps_what_the_warc_needs_and_records_rebuild_the_bytes(site, t
 
     path = str(tmp_path / 'x.warc.gz')
     w = warcfile.WarcFile(path, 'x.warc.gz', 'mrcrawl-L000', {'software': 'test'})
-    done = [w.add(d, conf['politeness']['user_agent']) for d in docs]
+    done = [w.add(d, conf['politeness']['user_agent'], warcfile.plan(d)) for d in docs]
     w.close()
     recs = {r['h']['WARC-Target-URI']: r for r in read_warc(path) if r['type'] == 'response'}
     assert recs[plain['url']]['payload'] == served(site, plain['url'])[1]

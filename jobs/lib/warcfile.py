@@ -171,14 +171,11 @@ class WarcFile:
                                              length=len(data), warc_headers_dict=headers)
         return self._write(rec)
 
-    def add(self, doc, user_agent):
-        """Write *doc*'s records. Returns a dict: kind (RESPONSE...), offset and length of
-        the response/revisit record, records written by type, rebuilt, verbatim,
-        truncated; or None when :func:`plan` skips the doc."""
-        kind = plan(doc)
-        if kind is None:
-            return None
-        out = {'kind': kind, 'types': {}, 'rebuilt': False, 'verbatim': True,
+    def add(self, doc, user_agent, kind):
+        """Write *doc*'s records as *kind* (what :func:`plan` decided for it). Returns a
+        dict: kind, offset and length of the response/revisit record, records written by
+        type, rebuilt, verbatim, truncated."""
+        out = {'kind': kind, 'types': {}, 'verbatim': True,
                'truncated': None}
         date = doc.get('fetch_time') or R.now_iso()
         if not self.started:
@@ -188,23 +185,18 @@ class WarcFile:
         uri = doc.get('final_url') or doc['url']
         rid = record_id(self.prefix, kind, doc)
         warc_headers = {'WARC-Record-ID': rid, 'WARC-Date': date}
-        if kind == REVISIT_NOT_MODIFIED:
-            http_headers, rebuilt = response_headers(doc, None)
-            prev = doc.get('prev') or {}
-            warc_headers.update({'WARC-Profile': PROFILE_NOT_MODIFIED,
-                                 'WARC-Refers-To-Target-URI': uri})
-            if prev.get('last_fetch'):
-                warc_headers['WARC-Refers-To-Date'] = prev['last_fetch']
-            rec = self.writer.create_warc_record(uri, 'revisit', http_headers=http_headers,
-                                                 warc_headers_dict=warc_headers)
-        elif kind == REVISIT_IDENTICAL:
-            http_headers, rebuilt = response_headers(doc, doc.get('length') or 0)
-            prev = doc['prev']
-            warc_headers.update({'WARC-Profile': PROFILE_IDENTICAL,
-                                 'WARC-Refers-To-Target-URI': uri,
-                                 'WARC-Payload-Digest': doc['digest']})
-            if prev.get('last_fetch'):
-                warc_headers['WARC-Refers-To-Date'] = prev['last_fetch']
+        if kind != RESPONSE:
+            identical = kind == REVISIT_IDENTICAL
+            http_headers, rebuilt = response_headers(
+                doc, (doc.get('length') or 0) if identical else None)
+            warc_headers.update({
+                'WARC-Profile': PROFILE_IDENTICAL if identical else PROFILE_NOT_MODIFIED,
+                'WARC-Refers-To-Target-URI': uri})
+            if identical:
+                warc_headers['WARC-Payload-Digest'] = doc['digest']
+            last = (doc.get('prev') or {}).get('last_fetch')
+            if last:
+                warc_headers['WARC-Refers-To-Date'] = last
             rec = self.writer.create_warc_record(uri, 'revisit', http_headers=http_headers,
                                                  warc_headers_dict=warc_headers)
         else:
@@ -232,7 +224,7 @@ class WarcFile:
                                                  'WARC-Concurrent-To': rid})
         self._write(req)
         out['types']['request'] = 1
-        out.update(offset=offset, length=length, rebuilt=rebuilt or out['rebuilt'])
+        out.update(offset=offset, length=length, rebuilt=rebuilt)
         return out
 
     def close(self):
