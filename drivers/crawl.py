@@ -472,7 +472,8 @@ class Crawl:
         self.progress(self.report.format_summary(report))
         try:
             from drivers.report_html import write_report_html
-            self.progress('html report: %s' % write_report_html(self.out, self.fs))
+            self.progress('html report: %s' % write_report_html(self.out, self.fs, report,
+                                                                 self.conf))
         except Exception as e:   # the crawl itself is done and saved; say why, go on
             log.warning('html report not written: %s: %s', type(e).__name__, e)
         self.fs.rm(self.path('tmp'))

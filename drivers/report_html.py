@@ -180,11 +180,15 @@ def scan_hosts(fs, out, top=TOP_HOSTS):
             'denied': [r for _, _, r in sorted(denied, key=lambda t: (-t[0], t[1]))]}
 
 
-def collect(out, fs):
-    """Everything the page shows, as plain data (tests read this too)."""
+def collect(out, fs, report=None, conf=None):
+    """Everything the page shows, as plain data (tests read this too). *report* and
+    *conf*: the crawl's report.json and conf.json when the caller has them (the driver
+    at the end of a crawl), else read from OUT."""
     notes = []
-    report = _read_json(fs, fs.join(out, 'report.json'))
-    conf = _read_json(fs, fs.join(out, 'conf.json')) or {}
+    if report is None:
+        report = _read_json(fs, fs.join(out, 'report.json'))
+    if conf is None:
+        conf = _read_json(fs, fs.join(out, 'conf.json')) or {}
     delay = (conf.get('politeness') or {}).get('delay')
     if delay is None and report:
         delay = (report.get('settings') or {}).get('politeness.delay')
@@ -503,17 +507,17 @@ def render(data, pngs):
             '</body></html>\n' % (e(data['out']), CSS, '\n'.join(body)))
 
 
-def build(out, fs):
-    """(HTML text, {chart name: PNG bytes}) for the crawl in *out*."""
-    data = collect(out, fs)
+def build(out, fs, report=None, conf=None):
+    """(HTML text, {chart name: PNG bytes}) for the crawl in *out* (see collect)."""
+    data = collect(out, fs, report, conf)
     pngs = charts(data)
     return render(data, pngs), pngs
 
 
-def write_report_html(out_dir, fs, output=None):
-    """Write OUT/report.html (or *output*, a path *fs* can write); returns its path."""
-    text, _ = build(out_dir, fs)
-    path = output or fs.join(out_dir, 'report.html')
+def write_report_html(out_dir, fs, report=None, conf=None):
+    """Write OUT/report.html; returns its path."""
+    text, _ = build(out_dir, fs, report, conf)
+    path = fs.join(out_dir, 'report.html')
     fs.write_text(path, text)
     return path
 

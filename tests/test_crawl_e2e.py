@@ -8,18 +8,13 @@ from lxml import etree
 
 from drivers.crawl import Crawl
 from jobs.lib import records as R
-from tests.conftest import ROOT, read_records, read_xml, test_conf
+from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
 
 DELAY = 0.2
 
 
 def crawl_fixture(site, tmp_path, runner, depth=3, settings=()):
-    seeds = tmp_path / 'seeds.txt'
-    seeds.write_text('# fixture\n%s\n' % site.url('/'))
-    out = str(tmp_path / 'crawl')
-    report = Crawl(out, test_conf(*settings), runner=runner, depth=depth,
-                   progress=lambda m: None).run(str(seeds))
-    return out, report
+    return crawl_site(site, tmp_path, test_conf(*settings), depth, runner=runner)
 
 
 def check_whole_output(site, out, report):
