@@ -183,14 +183,20 @@ class MRMerge(CrawlJob):
 
     def fingerprint(self, page):
         """Hex SimHash of the page's main text, or None when it is not compared
-        (near duplicates off, or fewer than merge.min_words words)."""
+        (near duplicates off, or fewer than merge.min_words words). The page's own
+        ``fingerprint`` (PageParser) when it was made with merge.shingle_words, else
+        hashed here (page records written before it, or another shingle width)."""
         s = self.settings
         if not s['near_duplicates']:
             return None
-        text = page.get('main_text') or page.get('text') or ''
-        if len(simhash.words(text)) < max(1, s['min_words']):
+        fp = page.get('fingerprint')
+        if not fp or fp.get('shingle_words') != s['shingle_words']:
+            fp = simhash.fingerprint(page.get('main_text') or page.get('text') or '',
+                                     s['shingle_words'])
+            self.count(C.NEAR_HASHED_IN_MERGE)
+        if fp['words'] < max(1, s['min_words']):
             return None
-        return simhash.to_hex(simhash.simhash(text, s['shingle_words']))
+        return fp['simhash']
 
     # -- step 2: exact duplicates -------------------------------------------------------
 

@@ -123,6 +123,10 @@ def check_whole_output(site, out, report):
     assert saved['merge']['exact_duplicates'] == 1
     assert saved['merge']['near_duplicates'] == 1
     assert saved['merge']['canonical_duplicates'] == 1
+    # The parse fingerprinted every page: the merge hashed none again.
+    merge_step = json.load(open(os.path.join(out, 'steps', 'merge.json')))
+    assert merge_step['counters']['merge']['merged_pages_total'] > 10
+    assert 'near_hashed_in_merge_total' not in merge_step['counters']['merge']
 
 
 def test_crawl_inline_runner(site, tmp_path):

@@ -31,6 +31,34 @@ def test_simhash_is_stable_and_close_for_close_texts():
     assert near <= 3 < 16 <= far, (near, far)
 
 
+def reference_simhash(text, shingle_words):
+    """Charikar's SimHash spelled out bit by bit, as the module's docstring defines it."""
+    import hashlib
+    w = simhash.words(text)
+    if not w:
+        return 0
+    shingles = [' '.join(w[i:i + shingle_words])
+                for i in range(max(1, len(w) - shingle_words + 1))]
+    hashes = [int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), 'big')
+              for s in shingles]
+    return sum(1 << bit for bit in range(64)
+               if 2 * sum((h >> bit) & 1 for h in hashes) > len(hashes))
+
+
+def test_simhash_equals_the_bit_by_bit_definition():
+    """The numpy vote gives the same fingerprint as the definition, for every shingle
+    width, short texts (fewer words than a shingle), ties, Unicode and case."""
+    texts = [article(s, n) for s, n in ((1, 400), (2, 7), (3, 1), (4, 2), (5, 3))]
+    texts += ['', '  !!  ', 'Été Ünïcode ÉTÉ été 東京 東京', 'a b', 'a b a b a b']
+    for text in texts:
+        for k in (1, 2, 3, 4, 8):
+            assert simhash.simhash(text, k) == reference_simhash(text, k), (text[:40], k)
+    fp = simhash.fingerprint(texts[0], 3)
+    assert fp == {'simhash': simhash.to_hex(reference_simhash(texts[0], 3)), 'words': 400,
+                  'shingle_words': 3}
+    assert simhash.fingerprint('', 3) == {'simhash': None, 'words': 0, 'shingle_words': 3}
+
+
 def test_bands_cover_the_bits_and_find_every_pair_within_k():
     for k in (0, 3, 5, 63):
         bounds = simhash.band_bounds(k)
@@ -69,8 +97,26 @@ def test_near_duplicates_fold_into_one_canonical_by_the_documented_order(conf_fi
     m = counters['merge']
     assert m['near_duplicates_total'] == 2 and m['merged_pages_total'] == 3
     assert m['near_skipped_short_total'] == 1
+    assert m['near_hashed_in_merge_total'] == 5     # these pages carry no fingerprint
     assert m['near_candidate_pairs_total'] >= 3
     assert 'exact_duplicates_total' not in m
+
+
+def test_merge_takes_the_fingerprint_the_parse_made_for_its_shingle_width(conf_file):
+    """A page's ``fingerprint`` made with merge.shingle_words is used as it is (its word
+    count decides merge.min_words); one made with another width is hashed again."""
+    a, b = article(30), article(31)
+    stored = {'simhash': 'ffffffffffffffff', 'words': 400, 'shingle_words': 3}
+    pages = [text_page('http://h/kept', a, fingerprint=stored),
+             text_page('http://h/rehashed', b, fingerprint=dict(stored, shingle_words=2)),
+             text_page('http://h/few', a, fingerprint=dict(stored, words=49))]
+    out, counters = run_merge(conf_file, pages)
+    by_url = {r['url']: r for r in out}
+    assert by_url['http://h/kept']['simhash'] == 'ffffffffffffffff'
+    assert by_url['http://h/rehashed']['simhash'] == simhash.to_hex(simhash.simhash(b))
+    assert by_url['http://h/few']['simhash'] is None       # 49 < merge.min_words
+    assert not any('fingerprint' in r for r in out)
+    assert counters['merge']['near_hashed_in_merge_total'] == 1
 
 
 def test_a_chain_of_near_duplicates_folds_as_a_star(conf_file, tmp_path):

@@ -103,6 +103,8 @@ CANONICAL_DUPLICATES = 'canonical_duplicates_total'  #: pages folded by their re
 CANONICAL_NOT_FETCHED = 'canonical_target_not_fetched_total'  #: rel=canonical to no merged page
 CANONICAL_UNRESOLVED = 'canonical_claim_unresolved_total'  #: claimer itself folded by digest
 NEAR_SKIPPED_SHORT = 'near_skipped_short_total'   #: fewer than merge.min_words words: not banded
+NEAR_HASHED_IN_MERGE = 'near_hashed_in_merge_total'  #: page records without a usable
+#: ``fingerprint`` (written before it, or with another merge.shingle_words): hashed by MRMerge
 NEAR_CANDIDATES = 'near_candidate_pairs_total'    #: pairs that met in a band bucket
 NEAR_REJECTED = 'near_candidates_rejected_total'  #: candidates farther than max_hamming_distance
 NEAR_BUCKET_OVERFLOW = 'near_bucket_overflow_total'  #: pages past merge.max_bucket_pages in a bucket

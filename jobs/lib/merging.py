@@ -13,8 +13,9 @@ MERGE_DEFAULTS = {'near_duplicates': True, 'max_hamming_distance': 3, 'shingle_w
 #: Fields of a resource's page record that its parent's merged record keeps.
 RESOURCE_FIELDS = ('status', 'content_type', 'length', 'digest', 'http_status', 'reason')
 
-#: Page fields a merged record never carries (a raw or decoded body, if out/ keeps one).
-DROPPED_FIELDS = ('body', 'raw_body')
+#: Page fields a merged record never carries (a raw or decoded body, if out/ keeps one;
+#: the page's fingerprint, which merged/ has as ``simhash``).
+DROPPED_FIELDS = ('body', 'raw_body', 'fingerprint')
 
 PAGE = 'page'
 RESOURCE = 'resource'

@@ -4,8 +4,9 @@
 metadata without the body, plus title, text, out-links with anchor text (resolved
 against the page and ``<base href>``, normalised, http(s) only, filtered by
 ``[filter]``), the canonical link and the page's robots directives; for indexable pages,
-description, headings, main text (trafilatura, jobs.lib.maintext) and language
-(py3langid); for pages of a configured site (``conf['sites']``, jobs.lib.sites) the
+description, headings, main text (trafilatura, jobs.lib.maintext), language
+(py3langid) and the SimHash fingerprint MRMerge compares (jobs.lib.simhash: hashed here,
+where the fetch's CPU waits out politeness delays, not again in the merge); for pages of a configured site (``conf['sites']``, jobs.lib.sites) the
 extracted fields and their checksum; with a topic profile (``[topic]``), the page's
 relevance. Non-HTML bodies kept by the fetch (robots.txt, sitemaps, plain text) become
 URL sources or text. Every link dropped is counted by reason (``link_rejected_*``).
@@ -18,7 +19,8 @@ default) calls it in its reducer as each document arrives, while the fetch threa
 out their politeness delays. *count(name, amount)* receives the parse counters.
 """
 from jobs.lib import (counters as C, encoding, extract, filters, html, records as R,
-                      maintext, sitemaps, sites, topic, urls)
+                      maintext, simhash, sitemaps, sites, topic, urls)
+from jobs.lib.merging import MERGE_DEFAULTS
 
 
 #: doc fields a page drops: the body and what only the WARC job reads (the HTTP exchange,
@@ -39,6 +41,8 @@ class PageParser:
         self.sites = sites.SiteIndex(conf.get('sites'))
         self.topic = topic.Profile.from_conf(conf.get('topic'))
         self.sitemaps = conf.get('sitemaps', {})
+        merge = dict(MERGE_DEFAULTS, **conf.get('merge', {}))
+        self.shingle_words = merge['shingle_words'] if merge['near_duplicates'] else None
 
     def parse(self, doc):
         """One doc record -> its page record (the body dropped, parse results added).
@@ -112,6 +116,9 @@ class PageParser:
         else:     # noindex pages never reach xml/: no main text, no language for them
             page.update(description=parsed['description'], headings=parsed['headings'])
             self.main_text_and_language(page, body, base)
+            if self.shingle_words:
+                page['fingerprint'] = simhash.fingerprint(page['main_text'] or page['text'],
+                                                          self.shingle_words)
         follow_links = True
         if self.topic is not None:
             follow_links = self.score_topic(page)

@@ -16,6 +16,8 @@ they are verified on the whole fingerprint.
 import hashlib
 import re
 
+import numpy
+
 BITS = 64
 _WORD_RE = re.compile(r'\w+', re.UNICODE)
 
@@ -25,30 +27,43 @@ def words(text):
     return _WORD_RE.findall(text.lower()) if text else []
 
 
-def _hash64(shingle):
-    return int.from_bytes(hashlib.blake2b(shingle.encode('utf-8'), digest_size=8).digest(),
-                          'big')
-
-
 def simhash(text, shingle_words=3):
-    """64-bit SimHash (int) of *text* over shingles of *shingle_words* words.
+    """64-bit SimHash (int) of *text* over shingles of *shingle_words* words."""
+    return simhash_words(words(text), shingle_words)
+
+
+def simhash_words(w, shingle_words=3):
+    """64-bit SimHash (int) of the word list *w* (see :func:`words`).
 
     A text shorter than one shingle is one shingle. Each shingle counts as often as it
-    occurs (term-frequency weights). The per-bit vote is counted on the hashes' binary
-    strings, joined: slicing every 64th character is a C loop, not 64 Python loops.
+    occurs (term-frequency weights). The per-bit vote runs in numpy: the shingles'
+    8-byte big-endian digests are unpacked into a (shingles x 64) bit matrix, most
+    significant bit first, and summed per column.
     """
-    w = words(text)
     if not w:
         return 0
     n = max(1, len(w) - shingle_words + 1)
-    hashes = [_hash64(' '.join(w[i:i + shingle_words])) for i in range(n)]
-    joined = ''.join(format(h, '064b') for h in hashes)
-    half = len(hashes) / 2
-    value = 0
-    for i in range(BITS):     # character i of each 64-char string is bit 63 - i
-        if joined[i::BITS].count('1') > half:
-            value |= 1 << (BITS - 1 - i)
-    return value
+    if shingle_words == 3 and len(w) >= 3:
+        shingles = map(' '.join, zip(w, w[1:], w[2:]))
+    else:
+        shingles = (' '.join(w[i:i + shingle_words]) for i in range(n))
+    blake2b = hashlib.blake2b
+    digests = b''.join([blake2b(s.encode('utf-8'), digest_size=8).digest()
+                        for s in shingles])
+    bits = numpy.unpackbits(numpy.frombuffer(digests, dtype=numpy.uint8).reshape(n, 8),
+                            axis=1)
+    vote = (bits.sum(axis=0, dtype=numpy.int64) * 2 > n).astype(numpy.uint8)
+    return int.from_bytes(numpy.packbits(vote).tobytes(), 'big')
+
+
+def fingerprint(text, shingle_words=3):
+    """``{'simhash': hex or None, 'words': N, 'shingle_words': k}`` of *text*: what a
+    page record carries (PageParser) so that MRMerge need not hash its text again. The
+    word count lets the merge apply merge.min_words; *shingle_words* tells it whether
+    the value was made with its setting."""
+    w = words(text)
+    return {'simhash': to_hex(simhash_words(w, shingle_words)) if w else None,
+            'words': len(w), 'shingle_words': shingle_words}
 
 
 def distance(a, b):
