@@ -114,6 +114,26 @@ def test_duplicate_of_from_merge_map_is_what_merged_gives(crawled, tmp_path):
     assert folded[(near & set(folded)).pop()] == base2 + (near - set(folded)).pop()
 
 
+def test_index_of_a_crawl_without_merge_map_joins_merged(crawled, tmp_path):
+    """A crawl whose merge left merged/ but no merge_map/ (a one-job merge): build_index
+    reads merged/ for duplicate_of and writes the same index."""
+    from drivers.crawl import Crawl
+    from drivers.index import build_index
+    _, src = crawled
+    out = str(tmp_path / 'crawl')
+    shutil.copytree(src, out)
+    for path in ('index', 'hosts', 'merge_map', 'steps/index.json', 'steps/indexrows.json'):
+        fslib.LocalFS().rm(os.path.join(out, path))
+    crawl = Crawl(out, json.load(open(os.path.join(out, 'conf.json'))), runner='inline',
+                  progress=lambda m: None)
+    crawl.prepare()
+    build_index(crawl, [os.path.join(out, 'out', layer) for layer in ('000', '001')])
+    key = lambda r: (r['layer'], r['url'])   # noqa: E731
+    rows = sorted(index_table(out).to_pylist(), key=key)
+    assert rows == sorted(index_table(src).to_pylist(), key=key)
+    assert sum(1 for r in rows if r['duplicate_of']) == 2      # dup + redirect
+
+
 def test_index_is_queryable_with_duckdb(crawled):
     duckdb = pytest.importorskip('duckdb')
     _, out = crawled
