@@ -20,7 +20,7 @@
     merge   out/* + anchors/ -> merge_map/  (MRMerge: who folds into whom, on summaries)
     mergejoin merge_map/ + out/* -> merged/  (MRMergeJoin: the page text joined once)
     xml     merged/   -> xml/      (MRHtmlToXml, HtmlToXmlDriver)
-    index   out/* + merged/ -> index/, hosts/  (MRIndexRows, then Parquet: drivers/index.py)
+    index   out/* + merge_map/ -> index/, hosts/  (MRIndexRows, then Parquet: drivers/index.py)
     finish: report.json, report.html (drivers/report_html.py)
 
 Each step writes to OUT/tmp/<step> and is renamed into place only when it succeeded,
@@ -309,7 +309,7 @@ class Crawl:
         self.run_step('invertlinks', MRInvertLinks, outs, self.path('anchors'))
         merge = self.merge(outs)
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
-        # Columnar index (Parquet): out/* + merged/ -> index/, hosts/ (drivers/index.py).
+        # Columnar index (Parquet): out/* + merge_map/ -> index/, hosts/ (drivers/index.py).
         from drivers.index import build_index
         index = build_index(self, outs)
         return self.finish(layers_done, merge=merge, xml=xml, index=index)

@@ -1,7 +1,7 @@
 """The crawl's columnar index: OUT/index/ and OUT/hosts/, Parquet datasets.
 
-    index rows   out/* + merged/ (+ warc_index/*)  -> index_rows/   (MRIndexRows: joins,
-                                                                   host totals)
+    index rows   out/* + merge_map/ (+ warc_index/*)  -> index_rows/   (MRIndexRows:
+                                                                      joins, host totals)
     parquet      index_rows/      -> index/layer=NNN/part-XXXXX.parquet   (this module)
                                      hosts/layer=NNN/part-XXXXX.parquet
     index_rows/ is removed once both datasets are in place.
@@ -227,8 +227,10 @@ def rows_to_parquet(fs, rows_dir, index_dir, hosts_dir, max_buffered=MAX_BUFFERE
 
 
 def build_index(crawl, outs):
-    """Run MRIndexRows over *outs* + merged/, write OUT/index and OUT/hosts. Skipped when
-    OUT/index exists (a resumed crawl). Returns the step dict saved as steps/index.json."""
+    """Run MRIndexRows over *outs* + merge_map/ (merged/ when a crawl's merge left no
+    merge_map/: the folds are the same, merged/ is the page text besides), write OUT/index
+    and OUT/hosts. Skipped when OUT/index exists (a resumed crawl). Returns the step dict
+    saved as steps/index.json."""
     from jobs.index_rows import MRIndexRows
     fs = crawl.fs
     final, hosts_final = crawl.path('index'), crawl.path('hosts')
@@ -237,8 +239,10 @@ def build_index(crawl, outs):
     rows_dir = crawl.path('index_rows')
     warc = [crawl.path('warc_index', p.rstrip('/').rsplit('/', 1)[-1]) for p in outs]
     warc = [p for p in warc if fs.exists(p)]
-    rows_step = crawl.run_step('indexrows', MRIndexRows,
-                               list(outs) + [crawl.path('merged')] + warc, rows_dir)
+    folds = crawl.path('merge_map')
+    if not fs.exists(folds):
+        folds = crawl.path('merged')
+    rows_step = crawl.run_step('indexrows', MRIndexRows, list(outs) + [folds] + warc, rows_dir)
     start = time.monotonic()
     tmp_index, tmp_hosts = crawl.path('tmp', 'index'), crawl.path('tmp', 'hosts')
     fs.rm(tmp_index)

@@ -1,13 +1,14 @@
 """MRIndexRows: the rows of the crawl's columnar index and each host's totals per layer.
 
-Reads ``page`` records of every layer (out/*), ``merged`` records (merged/) and, when
-WARC files were written, ``warc_index`` records (warc_index/*, MRWarc). Writes
+Reads ``page`` records of every layer (out/*), ``merge_map`` records (merge_map/, MRMerge;
+``merged`` records of merged/ serve as well, for a crawl whose merge left no merge_map/)
+and, when WARC files were written, ``warc_index`` records (warc_index/*, MRWarc). Writes
 two kinds of records (index_rows/, which drivers/index.py turns into Parquet, OUT/index/
 and OUT/hosts/, then removes):
 
 - ``index_row``: one per page record, i.e. one per URL of every layer's in/ whatever its
   status (a URL deferred in one layer and fetched in the next has a row in each), with
-  ``duplicate_of`` joined from merged/: the canonical URL of the merged page this URL
+  ``duplicate_of`` joined from merge_map/: the canonical URL of the merged page this URL
   was folded into (same digest, redirect source, near duplicate, rel=canonical), set on
   its ``fetched`` row only, else null; and warc_filename, warc_record_offset,
   warc_record_length joined from warc_index/ by URL and layer (null when not archived).
@@ -19,10 +20,17 @@ and OUT/hosts/, then removes):
 One shuffle: the joins are keyed by URL, the host totals by (layer, host) with a combiner.
 The tasks need nothing beyond what the other jobs import (no pyarrow on the nodes).
 
+**Why merge_map/, not merged/**: both name the same folds. MRMergeJoin copies each
+merge_map record's ``duplicates`` into the merged record of its URL, and every merge_map
+URL has a merged record (MRMerge makes one only for the final URL of a fetched page of
+out/*, which the join keys its pages by: ``map_without_page_total`` counts an exception),
+so duplicate_of comes out the same, from a few hundred bytes per page instead of the
+page's whole text (1.9 MB against 55 MB on a 1,300-page crawl).
+
 Run alone::
 
     python -m jobs.index_rows --crawl-conf crawl/conf.json crawl/out/000 crawl/out/001 \\
-        crawl/merged -o /tmp/index_rows
+        crawl/merge_map -o /tmp/index_rows
 """
 from mrjob.step import MRStep
 
@@ -82,14 +90,15 @@ class MRIndexRows(CrawlJob):
 
     def mapper_rows(self, _, line):
         """page line -> (['u', url], row) and (['h', layer, host], its totals);
-        merged line -> (['u', duplicate], {dup_of: canonical url}) per duplicate;
+        merge_map (or merged) line -> (['u', duplicate], {dup_of: canonical url}) per
+        duplicate;
         warc_index line -> (['u', url], {warc: its file, offset, length, layer})."""
-        for rec in self.records(line, 'page', 'merged', 'warc_index'):
+        for rec in self.records(line, 'page', 'merge_map', 'merged', 'warc_index'):
             if rec['kind'] == 'warc_index':
                 yield ['u', rec['url']], {'warc': dict(
                     {k: rec.get(k) for k in WARC_FIELDS}, layer=rec.get('layer'))}
                 continue
-            if rec['kind'] == 'merged':
+            if rec['kind'] in ('merge_map', 'merged'):
                 for dup in rec.get('duplicates') or ():
                     yield ['u', dup], {'dup_of': rec['url']}
                 continue

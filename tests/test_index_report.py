@@ -14,8 +14,10 @@ from drivers import fs as fslib
 from drivers.fixture_site import FixtureSite
 from drivers.index import INDEX_SCHEMA, rows_to_parquet
 from drivers.report_html import collect, main_report
+from jobs.index_rows import MRIndexRows
 from jobs.lib import records as R
 from tests.conftest import crawl_site, read_records, test_conf
+from tests.test_jobs import run_job
 
 DELAY = 0.2     # conftest.TEST_SETTINGS
 
@@ -69,6 +71,67 @@ def test_index_has_one_row_per_url_and_layer_with_duplicates_joined(crawled):
     hosts = ds.dataset(os.path.join(out, 'hosts'), format='parquet',
                        partitioning='hive').to_table().to_pylist()
     assert sorted((h['layer'], h['urls']) for h in hosts) == [(0, 1), (1, 10)]
+
+
+def index_rows_from(out, folds, tmp_path):
+    """MRIndexRows over OUT's out/* and the fold records of OUT/*folds* (merge_map or
+    merged): its index_row records, sorted by (layer, url)."""
+    conf = tmp_path / ('conf-%s.json' % folds)
+    conf.write_text(open(os.path.join(out, 'conf.json')).read())
+    records = [r for layer in sorted(os.listdir(os.path.join(out, 'out')))
+               for r in read_records(os.path.join(out, 'out', layer))]
+    records += read_records(os.path.join(out, folds))
+    rows, counters = run_job(MRIndexRows, str(conf), records)
+    assert 'index_duplicate_conflict_total' not in counters.get('index', {})
+    return sorted((r for r in rows if r['kind'] == 'index_row'),
+                  key=lambda r: (r['layer'], r['url']))
+
+
+def test_duplicate_of_from_merge_map_is_what_merged_gives(crawled, tmp_path):
+    """build_index joins duplicate_of from merge_map/ (slim) instead of merged/ (whole
+    pages): the same rows, for an exact duplicate and a redirect (the module's crawl),
+    near duplicates and a rel=canonical fold (a crawl from /a.html)."""
+    base, out = crawled
+    slim = index_rows_from(out, 'merge_map', tmp_path)
+    assert slim == index_rows_from(out, 'merged', tmp_path)
+    folded = {r['url'][len(base):]: r['duplicate_of'] for r in slim if r['duplicate_of']}
+    assert folded['/redirect'] == base + '/c.html'
+    assert len({'/b.html', '/dup.html'} & set(folded)) == 1
+    (tmp_path / 'near').mkdir()
+    with FixtureSite() as site:
+        out2, _ = crawl_site(site, tmp_path / 'near', test_conf(), depth=1, start='/a.html')
+        base2 = site.url('')
+    slim = index_rows_from(out2, 'merge_map', tmp_path)
+    assert slim == index_rows_from(out2, 'merged', tmp_path)
+    # What build_index wrote (from merge_map/) is the same again.
+    written = sorted(index_table(out2).to_pylist(), key=lambda r: (r['layer'], r['url']))
+    assert [(r['url'], r['duplicate_of']) for r in written] == \
+        [(r['url'], r['duplicate_of']) for r in slim]
+    folded = {r['url'][len(base2):]: r['duplicate_of'] for r in slim if r['duplicate_of']}
+    assert folded['/a-print.html'] == base2 + '/a.html'           # rel=canonical
+    near = {'/near1.html', '/near1b.html'}
+    assert len(near & set(folded)) == 1                            # one folds into the other
+    assert folded[(near & set(folded)).pop()] == base2 + (near - set(folded)).pop()
+
+
+def test_index_of_a_crawl_without_merge_map_joins_merged(crawled, tmp_path):
+    """A crawl whose merge left merged/ but no merge_map/ (a one-job merge): build_index
+    reads merged/ for duplicate_of and writes the same index."""
+    from drivers.crawl import Crawl
+    from drivers.index import build_index
+    _, src = crawled
+    out = str(tmp_path / 'crawl')
+    shutil.copytree(src, out)
+    for path in ('index', 'hosts', 'merge_map', 'steps/index.json', 'steps/indexrows.json'):
+        fslib.LocalFS().rm(os.path.join(out, path))
+    crawl = Crawl(out, json.load(open(os.path.join(out, 'conf.json'))), runner='inline',
+                  progress=lambda m: None)
+    crawl.prepare()
+    build_index(crawl, [os.path.join(out, 'out', layer) for layer in ('000', '001')])
+    key = lambda r: (r['layer'], r['url'])   # noqa: E731
+    rows = sorted(index_table(out).to_pylist(), key=key)
+    assert rows == sorted(index_table(src).to_pylist(), key=key)
+    assert sum(1 for r in rows if r['duplicate_of']) == 2      # dup + redirect
 
 
 def test_index_is_queryable_with_duckdb(crawled):

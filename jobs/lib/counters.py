@@ -145,7 +145,7 @@ INDEX = 'index'
 INDEX_ROWS = 'index_rows_total'                   #: one per page record of every layer
 INDEX_HOST_LAYERS = 'index_host_layers_total'     #: (layer, host) totals written
 INDEX_DUPLICATE_ROWS = 'index_duplicate_rows_total'  #: fetched rows with a duplicate_of
-INDEX_DUPLICATE_NOT_A_ROW = 'index_duplicate_not_a_row_total'  #: merged/ names a duplicate
+INDEX_DUPLICATE_NOT_A_ROW = 'index_duplicate_not_a_row_total'  #: merge_map/ names a duplicate
 #: URL with no fetched page record (left out of the index)
 INDEX_WARC_ROWS = 'index_warc_rows_total'  #: rows given a WARC file/offset/length
 INDEX_WARC_NOT_A_ROW = 'index_warc_not_a_row_total'  #: warc_index/ names a URL and layer
