@@ -178,13 +178,14 @@ class Crawl:
 
     # -- running one job ------------------------------------------------------------
 
-    def run_step(self, name, job_cls, inputs, final, extra_args=()):
-        """Run *job_cls* over *inputs* into *final* unless it is already there."""
+    def run_step(self, name, job_cls, inputs, final, extra_args=(), runner=None):
+        """Run *job_cls* over *inputs* into *final* unless it is already there (on
+        *runner*, else the one :meth:`runner_for` picks)."""
         if self.fs.exists(final):
             return self.report.load_step(name)
         tmp = self.path('tmp', name)
         self.fs.rm(tmp)
-        runner_name = self.runner_for(job_cls, inputs)
+        runner_name = runner or self.runner_for(job_cls, inputs)
         args = ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
                 self.fs.local_path(tmp) if self.runner != 'hadoop' else tmp,
                 ] + (self.runner_args if runner_name == self.runner else self.user_args) + \
@@ -213,8 +214,30 @@ class Crawl:
             {'last_completed_step': name, 'output': final}))
         return step
 
-    #: Jobs that never run inline: the fetch's reducers must run side by side.
+    #: Jobs that runner_for never runs inline: the fetch's reducers must run side by
+    #: side (a small politeness-bound layer is the exception: :meth:`fetch_inline`).
     NEVER_INLINE = ('MRFetch',)
+
+    #: CPU seconds one fetched page costs its fetch task (HTTP and the fused parse),
+    #: rounded up from the CPU-bound benchmark (bench/README.md, cpu1x).
+    FETCH_CPU_PER_PAGE = 0.02
+
+    def fetch_inline(self, urls, hosts, L):
+        """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the
+        inline runner with one reducer bin? Only for a local-runner crawl when the layer
+        is small (runner.inline_fetch_max_urls), every host gets a thread of that one
+        reducer at once (hosts <= fetch.threads), so the layer takes the same politeness
+        time as with several reducers, and one core keeps up with what the hosts' threads
+        fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
+        task processes' start (~1.5 s: interpreters, imports, sort) and loses nothing.
+        runner.uber_max_bytes = 0 turns it off too. A layer whose fetch plan exists (a
+        resumed crawl) keeps its reducers."""
+        limit = self.conf.get('runner', {}).get('inline_fetch_max_urls', 0)
+        uber = self.conf.get('runner', {}).get('uber_max_bytes', 0)
+        return (self.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
+                and 0 < urls <= limit and hosts <= self.conf['fetch']['threads']
+                and hosts * self.FETCH_CPU_PER_PAGE <= self.conf['politeness']['delay']
+                and not self.fs.exists(self.path('plan', L)))
 
     def runner_for(self, job_cls, inputs):
         """The runner for one step: ``inline`` for a small job of a local-runner crawl
@@ -276,12 +299,16 @@ class Crawl:
                              self.path('in', _layer(layer + 1)),
                              ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
             for kind, job_cls, inputs, final, args in todo:
+                runner = None
                 if kind == 'fetch':   # the plan is known only once its step ran
-                    args = args + self._plan_args(L)
+                    if self.fetch_inline(urls_in, hosts_in, L):
+                        runner, args = 'inline', args + ['--bins', '1']
+                    else:
+                        args = args + self._plan_args(L)
                 name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
                 if kind == 'warc':
                     self.clear_warc_files(final, 'mrcrawl-L' + L)
-                steps[kind] = self.run_step(name, job_cls, inputs, final, args)
+                steps[kind] = self.run_step(name, job_cls, inputs, final, args, runner)
                 self.progress('  %-9s %6.1fs%s' % (kind, steps[kind]['seconds'], (
                     '  (inline)' if steps[kind].get('runner') == 'inline'
                     and self.runner != 'inline' else '')))

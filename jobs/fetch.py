@@ -76,6 +76,10 @@ class MRFetch(CrawlJob):
         super().configure_args()
         self.add_file_arg('--plan', help='Fetch plan (MRPlanFetch output, JSON lines) that '
                           'places big politeness keys on reducers. Default: none (hash).')
+        self.add_passthru_arg('--bins', type=int, default=0,
+                              help='Reducer bins, in place of fetch.reducers (the driver '
+                              'gives 1 when it fetches a small layer inline). Default: 0 '
+                              '(fetch.reducers).')
 
     def steps(self):
         return [MRStep(mapper_init=self.mapper_init_plan,
@@ -83,15 +87,16 @@ class MRFetch(CrawlJob):
                        reducer_init=self.reducer_init_pool,
                        reducer=self.reducer_fetch_host,
                        reducer_final=self.reducer_final_drain,
-                       jobconf={'mapreduce.job.reduces': self.conf['fetch']['reducers'],
+                       jobconf={'mapreduce.job.reduces': (self.options.bins or
+                                                          self.conf['fetch']['reducers']),
                                 'mapreduce.partition.keypartitioner.options': '-k1,1',
                                 'mapreduce.map.output.key.field.separator': ' '})]
 
     def mapper_init_plan(self):
         """Load the plan: {politeness key: bin} for the keys it placed."""
-        self.bins = self.conf['fetch']['reducers']
+        self.bins = self.options.bins or self.conf['fetch']['reducers']
         self.planned = {}
-        if self.options.plan:
+        if self.options.plan and self.bins == self.conf['fetch']['reducers']:
             with open(self.options.plan, 'rb') as f:
                 for line in f:
                     if line.strip():

@@ -162,10 +162,14 @@ def test_crawl_local_runner(site, tmp_path):
 
 def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     """runner.uber_max_bytes (default 64 MiB): jobs with small inputs run in the driver
-    on the inline runner (Hadoop's uber mode); the fetch always has task processes."""
+    on the inline runner (Hadoop's uber mode). The fixture's layers are small and
+    politeness-bound (one host, delay 0.2 s), so they are fetched inline too
+    (runner.inline_fetch_max_urls), by one reducer; with no delay they have task
+    processes (two reducers parse on two cores)."""
+    n0 = len(site.requests)
     out, report = crawl_fixture(site, tmp_path, 'local', depth=1)
     runners = step_runners(out)
-    assert runners['fetch-000'] == runners['fetch-001'] == 'local'
+    assert runners['fetch-000'] == runners['fetch-001'] == 'inline'
     assert runners['optimize-000'] == runners['generate-001'] == runners['xml'] == 'inline'
     pages = [p for p in site.paths() if p != '/robots.txt']
     assert len(pages) == len(set(pages)) >= 5
@@ -174,6 +178,20 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
         outs = read_records(os.path.join(out, 'out', layer))
         assert sorted(r['url'] for r in ins) == sorted(p['url'] for p in outs)
     assert len(read_xml(os.path.join(out, 'xml'))) >= 5
+    # One connection and the delay per host, inline as in task processes.
+    times = [r['t'] for r in site.requests[n0:]]
+    assert len(times) >= 6
+    assert all(b - a >= 0.19 for a, b in zip(times, times[1:])), times
+
+    (tmp_path / 'nodelay').mkdir()
+    fast, _ = crawl_fixture(site, tmp_path / 'nodelay', 'local', depth=1,
+                            settings=['politeness.delay=0'])
+    runners = step_runners(fast)
+    assert runners['fetch-000'] == runners['fetch-001'] == 'local'
+    for layer in ('000', '001'):
+        assert (sorted((p['url'], p['status']) for p in read_records(
+            os.path.join(out, 'out', layer))) == sorted(
+            (p['url'], p['status']) for p in read_records(os.path.join(fast, 'out', layer))))
 
     # Past the limit, the same step runs as local tasks.
     crawl = Crawl(str(tmp_path / 'other'), test_conf('runner.uber_max_bytes=100'),
@@ -184,6 +202,18 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     assert crawl.runner_for(MROptimize, [small]) == 'inline'
     assert crawl.runner_for(MROptimize, [small, big]) == 'local'
     assert crawl.runner_for(MRFetch, [small]) == 'local'
+    # The inline fetch's conditions (delay 0.2 s, fetch.threads 32 in the test conf).
+    crawl = Crawl(str(tmp_path / 'other'), test_conf(), runner='local',
+                  progress=lambda m: None)
+    assert crawl.conf['fetch']['threads'] >= 10 and crawl.conf['politeness']['delay'] == 0.2
+    assert crawl.fetch_inline(2000, 10, '001')
+    assert not crawl.fetch_inline(2001, 10, '001')        # runner.inline_fetch_max_urls
+    assert not crawl.fetch_inline(100, 11, '001')         # 11 x 0.02 s > the delay
+    assert not crawl.fetch_inline(100, None, '001')       # hosts unknown
+    assert not Crawl(str(tmp_path / 'other'), test_conf('fetch.threads=4'), runner='local',
+                     progress=lambda m: None).fetch_inline(100, 5, '001')
+    assert not Crawl(str(tmp_path / 'other'), test_conf(), runner='inline',
+                     progress=lambda m: None).fetch_inline(100, 5, '001')
 
 
 def test_crawl_with_a_separate_parse_job(site, tmp_path):

@@ -19,7 +19,9 @@ from tests.test_resume import outcome
 def crawl_cmd(seeds, out):
     args = [sys.executable, '-m', 'drivers.cli', 'crawl', '--seeds', str(seeds), '--depth',
             '2', '--out', str(out), '-r', 'local', '-q']
-    for s in TEST_SETTINGS + ['politeness.delay=0.3', 'fetch.plan=false']:
+    # runner.inline_fetch_max_urls = 0: the fetch runs as task processes (the victims).
+    for s in TEST_SETTINGS + ['politeness.delay=0.3', 'fetch.plan=false',
+                              'runner.inline_fetch_max_urls=0']:
         args += ['--set', s]
     return args
 
