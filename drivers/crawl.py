@@ -214,6 +214,20 @@ class Crawl:
             {'last_completed_step': name, 'output': final}))
         return step
 
+    def fetch_ended(self):
+        """Note when a fetch step ended: each host's last request of the layer ended
+        before that, and the next layer's first request to it (its robots.txt) must come
+        politeness.delay later. (A host whose Crawl-delay is longer then waits it out
+        again between its robots.txt and its first page, so pages stay that far apart.)"""
+        self._next_fetch_at = time.monotonic() + self.conf['politeness']['delay']
+
+    def wait_between_fetches(self):
+        """Sleep until the previous layer's fetch is a delay past (see fetch_ended):
+        with small jobs inline, optimize and generate can take less than the delay."""
+        wait = getattr(self, '_next_fetch_at', 0) - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+
     #: Jobs that runner_for never runs inline: the fetch's reducers must run side by
     #: side (a small politeness-bound layer is the exception: :meth:`fetch_inline`).
     NEVER_INLINE = ('MRFetch',)
@@ -301,6 +315,7 @@ class Crawl:
             for kind, job_cls, inputs, final, args in todo:
                 runner = None
                 if kind == 'fetch':   # the plan is known only once its step ran
+                    self.wait_between_fetches()
                     if self.fetch_inline(urls_in, hosts_in, L):
                         runner, args = 'inline', args + ['--bins', '1']
                     else:
@@ -309,6 +324,8 @@ class Crawl:
                 if kind == 'warc':
                     self.clear_warc_files(final, 'mrcrawl-L' + L)
                 steps[kind] = self.run_step(name, job_cls, inputs, final, args, runner)
+                if kind == 'fetch':
+                    self.fetch_ended()
                 self.progress('  %-9s %6.1fs%s' % (kind, steps[kind]['seconds'], (
                     '  (inline)' if steps[kind].get('runner') == 'inline'
                     and self.runner != 'inline' else '')))

@@ -52,6 +52,28 @@ def test_fault_statuses(site, path, status, reason, attempts):
     assert len([p for p in site.paths() if p.startswith('/fault/')]) == attempts
 
 
+def test_no_credentials_or_proxies_from_the_environment(site, tmp_path, monkeypatch):
+    """A ~/.netrc entry for the crawled host is never sent, and proxy variables do not
+    divert the fetch (to a dead port here): the fetcher's sessions ignore the
+    environment (requests' trust_env)."""
+    netrc = tmp_path / '.netrc'
+    netrc.write_text('machine %s login crawler password secret\n' % site.host)
+    netrc.chmod(0o600)
+    monkeypatch.setenv('HOME', str(tmp_path))
+    monkeypatch.setenv('NETRC', str(netrc))
+    for name in ('http_proxy', 'HTTP_PROXY', 'https_proxy', 'HTTPS_PROXY', 'all_proxy'):
+        monkeypatch.setenv(name, 'http://127.0.0.1:9')
+    monkeypatch.delenv('no_proxy', raising=False)
+    monkeypatch.delenv('NO_PROXY', raising=False)
+    n = len(site.requests)
+    docs, _ = fetch_paths(site, ['/a.html'])
+    assert docs[0]['status'] == R.FETCH_FETCHED
+    seen = [r for r in site.requests[n:] if r['path'] == '/a.html']
+    assert len(seen) == 1
+    assert not {k.lower() for k in seen[0]['headers']} & {'authorization',
+                                                           'proxy-authorization'}
+
+
 def test_retry_after_is_waited_for(site):
     (doc,), hf = fetch_paths(site, ['/fault/retry-after?n=1&after=1&id=ra'])
     assert doc['status'] == R.FETCH_FETCHED and doc['attempts'] == 2
@@ -202,9 +224,10 @@ def test_robots_errors(robots_status, status, reason):
 def test_crawl_delay_honoured_and_capped():
     robots_txt = b'User-agent: *\nCrawl-delay: 0.3\nDisallow: /private/\n'
     with FixtureSite(robots=robots_txt) as s:
-        fetch_paths(s, ['/a.html', '/b.html', '/a/1.html'])
+        _, hf = fetch_paths(s, ['/a.html', '/b.html', '/a/1.html'])
         times = [r['t'] for r in s.requests]
         assert min(b - a for a, b in zip(times, times[1:])) >= 0.29
+        assert hf.stats['crawl_delay_raised_keys_total'] == 1
     with FixtureSite(robots=b'User-agent: *\nCrawl-delay: 60\n') as s:
         docs, hf = fetch_paths(s, ['/a.html', '/b.html'])
         assert [(d['status'], d['reason']) for d in docs] == [

@@ -29,6 +29,8 @@ REDIRECT_DEDUPLICATED = 'redirect_deduplicated_total'  #: hop to a URL fetched a
 KEYS_HIT_BY_TIME_BUDGET = 'keys_hit_by_time_budget_total'  #: keys cut by fetch.time_budget
 KEYS_ABOVE_FAILURE_THRESHOLD = 'keys_above_failure_threshold_total'  #: keys cut by failures
 ROBOTS_DENIED_MAX_CRAWL_DELAY = 'robots_denied_max_crawl_delay_total'  #: URLs skipped for it
+CRAWL_DELAY_RAISED = 'crawl_delay_raised_keys_total'  #: keys whose robots.txt Crawl-delay
+#: raised their delay above politeness.delay
 RESOURCES_FETCHED = 'resources_fetched_total'      #: secondary resources read (digest, no body)
 RESOURCES_TRUNCATED = 'resources_truncated_total'  #: of which cut at their max_bytes
 PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a reducer

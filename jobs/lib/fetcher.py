@@ -863,6 +863,10 @@ class HostFetcher:
         self.key = key
         self._in_urls = {rec['url'] for rec in items}
         self.session = requests.Session()
+        # Nothing from the environment: no ~/.netrc credentials sent to crawled hosts, no
+        # proxy or CA bundle from environment variables (requests also stat()s ~/.netrc
+        # on every request otherwise).
+        self.session.trust_env = False
         self.session.headers['User-Agent'] = self.user_agent
         adapter = SafeAdapter(pool_connections=1, pool_maxsize=1,
                                                 max_retries=0)
@@ -951,6 +955,7 @@ class HostFetcher:
                     self._stat('robots_denied_max_crawl_delay_total')
                     return self._unfetched(rec, layer, R.FETCH_ROBOTS_DENIED, 'crawl_delay')
                 if crawl_delay > self.delay:
+                    self._stat(C.CRAWL_DELAY_RAISED)
                     self.delay = crawl_delay
                     # The robots.txt request itself ended under the old delay.
                     self._next_request = max(self._next_request,
