@@ -186,10 +186,15 @@ class Crawl:
         tmp = self.path('tmp', name)
         self.fs.rm(tmp)
         runner_name = runner or self.runner_for(job_cls, inputs)
+        runner_args = self.runner_args if runner_name == self.runner else self.user_args
+        if runner_name == 'inline' and '--num-cores' not in runner_args:
+            # The inline runner runs its tasks one after another: splitting for 2 cores
+            # only adds tasks, each setting its job up again (xml of 1,220 pages: 1.58 s
+            # in 4 + 4 tasks, 1.11 s with one core's splits).
+            runner_args = ['--num-cores', '1'] + runner_args
         args = ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
                 self.fs.local_path(tmp) if self.runner != 'hadoop' else tmp,
-                ] + (self.runner_args if runner_name == self.runner else self.user_args) + \
-            list(extra_args) + list(inputs)
+                ] + runner_args + list(extra_args) + list(inputs)
         job = job_cls(args=args)
         start = time.monotonic()
         try:
