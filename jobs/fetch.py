@@ -42,7 +42,7 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, fetcher, maintext, parsepage, plan, records as R
+from jobs.lib import counters as C, fetcher, parsepage, plan, records as R
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
@@ -139,8 +139,6 @@ class MRFetch(CrawlJob):
             # With WARC on, pages keep what MRWarc reads from out/.
             keep = parsepage.WARC_FIELDS if self.conf.get('warc', {}).get('enabled') else ()
             self.parser = parsepage.PageParser(self.conf, self._count_parse, keep)
-            if self.conf['parse'].get('main_text', True):
-                threading.Thread(target=maintext.warm_up, daemon=True).start()
 
     def reducer_fetch_host(self, _, values):
         """(bin, [politeness key, url record]...) -> doc records, as keys finish."""

@@ -37,14 +37,6 @@ def main_text(html, url=None):
     return out or ''
 
 
-def warm_up():
-    """Import trafilatura and load the language model now (~1 s together), e.g. in a
-    thread while a fetch task's first requests wait out robots.txt and the delay, so the
-    first page's parse does not pay for them."""
-    import trafilatura  # noqa: F401
-    language('warm up the language identifier with a sentence of plain English text')
-
-
 def language(text):
     """ISO 639-1 code of *text*'s language (py3langid), or None for too little text."""
     global _identifier
