@@ -65,14 +65,11 @@ def local_runner_args():
 TASK_ENV_ARGS = ['--cmdenv', 'SETUPTOOLS_USE_DISTUTILS=stdlib']
 
 
-def _preload_libraries(parser):
+def _preload_report_libraries():
     try:
-        if parser:
-            from jobs.lib import maintext
-            maintext.warm_up()
         import matplotlib.backends.backend_agg  # noqa: F401
         import matplotlib.figure  # noqa: F401
-    except Exception:      # whoever needs them reports the failure when they import them
+    except Exception:      # report.html reports its own failure when it runs
         pass
 
 
@@ -296,15 +293,12 @@ class Crawl:
         from jobs.plan_fetch import MRPlanFetch
 
         self.prepare()
+        # report.html's plotting library loads (~0.8 s) while the first layer waits on
+        # the network instead of after the last job.
+        threading.Thread(target=_preload_report_libraries, daemon=True).start()
         inject = self.inject(seeds_path)
         urls_in = inject['counters']['inject']['seeds_total']
         hosts_in = inject['counters']['inject'].get('seed_hosts_total')
-        # Libraries load while the first layer waits on the network instead of on the
-        # way: the parser's (~1.3 s) if this process fetches that layer, report.html's
-        # plotting library (~0.8 s) for the end.
-        threading.Thread(target=_preload_libraries, daemon=True, args=(
-            self.fetch_inline(urls_in, hosts_in, _layer(0)) and self.fused_parse
-            and self.conf['parse'].get('main_text', True),)).start()
         layers_done = []
         for layer in range(self.depth + 1):
             L = _layer(layer)

@@ -153,25 +153,3 @@ def test_robots_answers_false_for_what_cannot_be_a_url():
     assert robots.Rules(txt, 'mrcrawl').allowed('http://[1:2/#') is False
     assert robots.can_fetch(txt, 'mrcrawl', 'http://a.test/y') is True
     assert robots.can_fetch(txt, 'mrcrawl', 'http://a.test/x') is False
-
-
-def test_language_model_loads_once_for_a_warm_up_thread_and_a_parse(monkeypatch):
-    """maintext.warm_up (the driver's thread) and the first parse share one model load."""
-    import threading
-    import py3langid
-    from jobs.lib import maintext
-    calls = []
-    real = py3langid.classify
-
-    def counting(text):
-        calls.append(text)
-        return real(text)
-    monkeypatch.setattr(maintext, '_identifier', None)
-    monkeypatch.setattr(py3langid, 'classify', counting)
-    t = threading.Thread(target=maintext.warm_up)
-    t.start()
-    english = 'The quick brown fox jumps over the lazy dog near the river bank today.'
-    assert maintext.language(english) == 'en'
-    t.join()
-    assert maintext.language(english) == 'en'
-    assert calls.count('load the model') == 1 and maintext._identifier is counting

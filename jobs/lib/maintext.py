@@ -12,7 +12,6 @@ Language: py3langid (langid.py's model, bundled in the wheel; nothing is downloa
 ISO 639-1 codes. The model is loaded once per task, on first use (~0.8 s).
 """
 import logging
-import threading
 
 #: Characters of text the language detector reads (enough for a stable answer): on 298
 #: pages of the python3-doc manual, the first 2,000 characters of the main text gave
@@ -23,7 +22,6 @@ LANGUAGE_SAMPLE_CHARS = 2000
 MIN_LANGUAGE_CHARS = 40
 
 _identifier = None
-_load_lock = threading.Lock()
 
 
 def main_text(html, url=None):
@@ -41,27 +39,11 @@ def main_text(html, url=None):
 
 def language(text):
     """ISO 639-1 code of *text*'s language (py3langid), or None for too little text."""
+    global _identifier
     if not text or len(text) < MIN_LANGUAGE_CHARS:
         return None
-    lang, _ = (_identifier or _load_identifier())(text[:LANGUAGE_SAMPLE_CHARS])
+    if _identifier is None:
+        import py3langid
+        _identifier = py3langid.classify     # loads the bundled model on its first call
+    lang, _ = _identifier(text[:LANGUAGE_SAMPLE_CHARS])
     return lang
-
-
-def _load_identifier():
-    """py3langid's classify, its model loaded once per process: under a lock, so that
-    a warm-up thread and the first parse never load two copies."""
-    global _identifier
-    with _load_lock:
-        if _identifier is None:
-            import py3langid
-            py3langid.classify('load the model')      # the model loads on the first call
-            _identifier = py3langid.classify
-    return _identifier
-
-
-def warm_up():
-    """Import trafilatura and load the language model (~1.3 s together), e.g. in a
-    thread of a driver about to fetch a layer inline, so the first page's parse does
-    not wait for them."""
-    import trafilatura  # noqa: F401
-    _load_identifier()
