@@ -119,3 +119,40 @@ def test_optimize_counts_retries_until_a_success(conf_file):
         assert out[0]['retries'] == expected, status
         db = out
     assert db[0]['status'] == 'fetched'
+
+
+def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
+        conf_file, tmp_path):
+    """jobs.base.InlineRunner gives each uncompressed input file to one map task as it
+    is (no copy): the same records as the local runner, empty files and a gzipped file
+    (split by mrjob as before) included, and the inputs untouched."""
+    import gzip
+    import os
+    from jobs.invert_links import MRInvertLinks
+    from tests.conftest import read_records
+    pages = [page('http://h%d/p%d' % (i % 3, i), links=['http://h%d/p%d' % (i % 2, i + 1)])
+             for i in range(40)]
+    for p in pages:
+        p['links'][0]['text'] = 'to ' + p['links'][0]['url']
+    plain, mixed = tmp_path / 'plain', tmp_path / 'mixed'
+    for folder in (plain, mixed):
+        folder.mkdir()
+        (folder / 'part-00000').write_text(''.join(json.dumps(p) + '\n' for p in pages[:20]))
+        (folder / 'part-00001').write_text('')
+        (folder / 'part-00002').write_text(''.join(json.dumps(p) + '\n' for p in pages[20:]))
+    with gzip.open(str(mixed / 'part-00002.gz'), 'wt') as f:     # mrjob's own splits
+        f.write((mixed / 'part-00002').read_text())
+    (mixed / 'part-00002').write_text('')
+    for folder in (plain, mixed):
+        before = {n: (folder / n).read_bytes() for n in os.listdir(folder)}
+        results = {}
+        for runner in ('inline', 'local'):
+            out = tmp_path / (folder.name + runner)
+            job = MRInvertLinks(['-r', runner, '--crawl-conf', conf_file, '--output-dir',
+                                 str(out), str(folder)])
+            with job.make_runner() as r:
+                r.run()
+            results[runner] = sorted(json.dumps(x, sort_keys=True)
+                                     for x in read_records(str(out)))
+        assert results['inline'] == results['local'] and len(results['inline']) >= 20
+        assert {n: (folder / n).read_bytes() for n in os.listdir(folder)} == before
