@@ -102,6 +102,7 @@ class Crawl:
         self.fs = fslib.for_path(self.out)
         self.report = Report(self.out, self.fs, conf, depth, runner)
         self._conf_file = None
+        self._next_fetch_at = 0.0     # monotonic time the next layer's fetch may start
 
     @property
     def fused_parse(self):
@@ -238,7 +239,7 @@ class Crawl:
     def wait_between_fetches(self):
         """Sleep until the previous layer's fetch is a delay past (see fetch_ended):
         with small jobs inline, optimize and generate can take less than the delay."""
-        wait = getattr(self, '_next_fetch_at', 0) - time.monotonic()
+        wait = self._next_fetch_at - time.monotonic()
         if wait > 0:
             time.sleep(wait)
 

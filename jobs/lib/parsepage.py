@@ -6,10 +6,11 @@ against the page and ``<base href>``, normalised, http(s) only, filtered by
 ``[filter]``), the canonical link and the page's robots directives; for indexable pages,
 description, headings, main text (trafilatura, jobs.lib.maintext), language
 (py3langid) and the SimHash fingerprint MRMerge compares (jobs.lib.simhash: hashed here,
-where the fetch's CPU waits out politeness delays, not again in the merge); for pages of a configured site (``conf['sites']``, jobs.lib.sites) the
-extracted fields and their checksum; with a topic profile (``[topic]``), the page's
-relevance. Non-HTML bodies kept by the fetch (robots.txt, sitemaps, plain text) become
-URL sources or text. Every link dropped is counted by reason (``link_rejected_*``).
+where the fetch's CPU waits out politeness delays, not again in the merge); for pages
+of a configured site (``conf['sites']``, jobs.lib.sites) the extracted fields and
+their checksum; with a topic profile (``[topic]``), the page's relevance. Non-HTML
+bodies kept by the fetch (robots.txt, sitemaps, plain text) become URL sources or text.
+Every link dropped is counted by reason (``link_rejected_*``).
 
 A parser failure on one page costs that page's links and text, never the record: it is
 counted (``parse_error_total``) and named in the page's ``parse_error`` field.
