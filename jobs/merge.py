@@ -184,13 +184,14 @@ class MRMerge(CrawlJob):
     def fingerprint(self, page):
         """Hex SimHash of the page's main text, or None when it is not compared
         (near duplicates off, or fewer than merge.min_words words). The page's own
-        ``fingerprint`` (PageParser) when it was made with merge.shingle_words, else
-        hashed here (page records written before it, or another shingle width)."""
+        ``fingerprint`` (PageParser) when it was made with merge.shingle_words and this
+        hash version, else hashed here (page records written before it, another
+        shingle width, an older hash)."""
         s = self.settings
         if not s['near_duplicates']:
             return None
         fp = page.get('fingerprint')
-        if not fp or fp.get('shingle_words') != s['shingle_words']:
+        if not simhash.current(fp, s['shingle_words']):
             fp = simhash.fingerprint(page.get('main_text') or page.get('text') or '',
                                      s['shingle_words'])
             self.count(C.NEAR_HASHED_IN_MERGE)

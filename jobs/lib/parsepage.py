@@ -5,7 +5,7 @@ metadata without the body, plus title, text, out-links with anchor text (resolve
 against the page and ``<base href>``, normalised, http(s) only, filtered by
 ``[filter]``), the canonical link and the page's robots directives; for indexable pages,
 description, headings, main text (trafilatura, jobs.lib.maintext), language
-(py3langid) and the SimHash fingerprint MRMerge compares (jobs.lib.simhash: hashed here,
+(fastText) and the SimHash fingerprint MRMerge compares (jobs.lib.simhash: hashed here,
 where the fetch's CPU waits out politeness delays, not again in the merge); for pages
 of a configured site (``conf['sites']``, jobs.lib.sites) the extracted fields and
 their checksum; with a topic profile (``[topic]``), the page's relevance. Non-HTML
@@ -134,7 +134,7 @@ class PageParser:
             self.link_robots_txt(page, base)
 
     def main_text_and_language(self, page, body, base):
-        """main_text (trafilatura, parse.main_text) and language (py3langid)."""
+        """main_text (trafilatura, parse.main_text) and language (fastText)."""
         limits = self.conf['parse']
         if limits.get('main_text', True):
             if len(body) > limits.get('main_text_max_bytes', 1 << 20):

@@ -63,9 +63,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     (str|null: meta description, else og:description), headings (list of {level: 1..6,
     text}), main_text (str|null: the main content, boilerplate removed, by trafilatura;
     null when parse.main_text is off or the body is too big), language (str|null: ISO
-    639-1 code by py3langid from main_text, else text), fingerprint ({simhash: str|null,
-    words: int, shingle_words: int}: the SimHash of main_text, else text, as MRMerge
-    compares it, and its word count; absent when merge.near_duplicates is off); optional
+    639 code, two letters where one exists, by fastText from main_text, else text),
+    fingerprint ({simhash: str|null, words: int, shingle_words: int, hash: int}: the
+    SimHash of main_text, else text, as MRMerge compares it, its word count and the
+    shingle hash's version; absent when merge.near_duplicates is off); optional
     main_text_error (str).
 
 ``anchors`` (anchors/, MRInvertLinks): one per URL that links point to
