@@ -26,8 +26,10 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 PYSPY = os.path.join(BENCH, '.venv-scrapy', 'bin', 'py-spy')
 CLASSES = {'fetch': 'MRFetch', 'parse': 'MRParse', 'optimize': 'MROptimize',
            'generate': 'MRGenerate', 'merge': 'MRMerge', 'xml': 'MRHtmlToXml',
-           'plan': 'MRPlanFetch'}
-MODULES = {'xml': 'html_to_xml', 'plan': 'plan_fetch'}
+           'plan': 'MRPlanFetch', 'invertlinks': 'MRInvertLinks',
+           'mergejoin': 'MRMergeJoin'}
+MODULES = {'xml': 'html_to_xml', 'plan': 'plan_fetch', 'invertlinks': 'invert_links',
+           'mergejoin': 'merge_join'}
 
 
 def role(proc_frame):
@@ -54,6 +56,10 @@ def main(argv=None):
     out = os.path.join(tmp, 'out')
     job_args = ['-r', args.runner, '--crawl-conf', os.path.join(args.crawl, 'conf.json'),
                 '--output-dir', out, '--layer', str(args.layer)]
+    if args.runner == 'local':     # as the driver runs it (drivers/crawl.py)
+        sys.path.insert(0, args.src or os.path.dirname(BENCH))
+        from drivers.crawl import local_runner_args
+        job_args += local_runner_args()
     if args.max_depth is not None:
         job_args += ['--max-depth', str(args.max_depth)]
     job_args += [os.path.join(args.crawl, i) for i in args.inputs]

@@ -5,15 +5,10 @@ It handles what every job does the same way: the resolved configuration file
 of crashing, and counters under the job's group. A job subclass sets ``COUNTER_GROUP``
 and writes its mappers and reducers over dict records.
 """
-import os
-import subprocess
-from functools import partial
+import time
 
 import orjson
-from mrjob.cat import is_compressed
-from mrjob.inline import InlineMRJobRunner
 from mrjob.job import MRJob
-from mrjob.local import LocalMRJobRunner
 
 from jobs.lib import config, counters as C
 
@@ -77,17 +72,58 @@ class CrawlJob(MRJob):
         return self._conf
 
     def _runner_class(self):
-        """``-r local`` runs LocalRunner (below: no in-memory sort fallback), ``-r
-        inline`` InlineRunner (below: input files read where they are)."""
-        if self.options.runner == 'local':
-            return LocalRunner
-        if self.options.runner == 'inline':
-            return InlineRunner
+        """``-r local`` runs jobs.lib.runners.LocalRunner (no in-memory sort fallback,
+        splits by byte ranges), ``-r inline`` its InlineRunner (input files read where
+        they are). Imported here, in the driver: tasks never load the runners."""
+        if self.options.runner in ('local', 'inline'):
+            from jobs.lib import runners
+            return runners.LocalRunner if self.options.runner == 'local' \
+                else runners.InlineRunner
         return super()._runner_class()
 
+    #: Seconds between two reports of a task's summed counters (Hadoop streaming counts
+    #: a counter line as progress; its task timeout is minutes).
+    COUNTER_REPORT_SECONDS = 10.0
+
     def count(self, name, amount=1):
-        if amount:
-            self.increment_counter(self.COUNTER_GROUP, name, amount)
+        """Add *amount* to counter *name* of the job's group. Summed in the task's memory
+        and reported at the end of the task and every ``COUNTER_REPORT_SECONDS``:
+        mrjob writes one stderr line per increment, which the runner then parses, and a
+        job counting per link spent ~15 % of its mapper's time on those lines."""
+        if not amount:
+            return
+        tallies = self.__dict__.setdefault('_tallies', {})
+        tallies[name] = tallies.get(name, 0) + amount
+        now = time.monotonic()
+        if now >= self.__dict__.setdefault('_tallies_due', now + self.COUNTER_REPORT_SECONDS):
+            self.report_counts()
+
+    def report_counts(self):
+        """Write the summed counters (mrjob's counter lines) and start again."""
+        tallies = self.__dict__.get('_tallies')
+        if tallies:
+            for name, amount in sorted(tallies.items()):
+                self.increment_counter(self.COUNTER_GROUP, name, amount)
+            tallies.clear()
+        self._tallies_due = time.monotonic() + self.COUNTER_REPORT_SECONDS
+
+    def run_mapper(self, step_num=0):
+        try:
+            super().run_mapper(step_num)
+        finally:
+            self.report_counts()
+
+    def run_combiner(self, step_num=0):
+        try:
+            super().run_combiner(step_num)
+        finally:
+            self.report_counts()
+
+    def run_reducer(self, step_num=0):
+        try:
+            super().run_reducer(step_num)
+        finally:
+            self.report_counts()
 
     def records(self, line, *kinds):
         """Decode one input line; yields the record if its kind is one of *kinds*."""
@@ -103,64 +139,3 @@ class CrawlJob(MRJob):
             self.count(C.UNEXPECTED_RECORD)
             return
         yield rec
-
-
-# -- the local runner -----------------------------------------------------------------
-# mrjob's local runner, with the shuffle's sort never falling back to memory.
-#
-# mrjob's ``LocalMRJobRunner`` sorts each reducer's input with the ``sort`` binary and, if
-# that fails (disk full, a bad ``--sort-bin``), logs an error and sorts the whole input in
-# the driver's memory instead. A soak crawl of 110k pages hit that: the merge's sort failed
-# on a full disk and the driver grew to 4.2 GB. A crawler must fail that step with the
-# reason instead: :class:`LocalRunner` raises :class:`SortFailed`, which the driver reports
-# as the step's failure (its output never lands; the rerun redoes the step).
-
-class SortFailed(RuntimeError):
-    pass
-
-
-def sort_with_sort_bin(input_paths, output_path, sort_bin, tmp_dir):
-    """Sort *input_paths* into *output_path* with *sort_bin* (LC_ALL=C), or raise."""
-    env = dict(os.environ, LC_ALL='C', TMP=tmp_dir, TMPDIR=tmp_dir)
-    with open(output_path, 'wb') as output:
-        if not input_paths:
-            return
-        try:
-            proc = subprocess.run(list(sort_bin) + list(input_paths), stdout=output,
-                                  stderr=subprocess.PIPE, env=env)
-        except OSError as e:
-            raise SortFailed('the shuffle sort could not start (%s): %s' % (sort_bin[0], e))
-        if proc.returncode:
-            raise SortFailed('the shuffle sort failed (exit %d): %s' % (
-                proc.returncode, proc.stderr.decode('utf-8', 'replace').strip()[-300:]))
-
-
-class LocalRunner(LocalMRJobRunner):
-    """``-r local`` for mrcrawl's jobs: the sort binary or a clear failure."""
-
-    def _sort_input_func(self):
-        return partial(sort_with_sort_bin, sort_bin=self._sort_bin(),
-                       tmp_dir=self._get_local_tmp_dir())
-
-
-class InlineRunner(InlineMRJobRunner):
-    """``-r inline`` for mrcrawl's jobs: each uncompressed input file is one map task's
-    input where it is (a symbolic link), instead of being copied line by line into
-    splits. The inline runner runs its tasks one after another, so splits buy nothing;
-    the copies cost ~0.7 s of the polite benchmark's 57 s (py-spy)."""
-
-    def _split_mapper_input(self, input_paths, step_num):
-        input_paths = list(input_paths)
-        if ((step_num == 0 and self._uses_input_manifest())
-                or any(is_compressed(p) for p in input_paths)):
-            return super()._split_mapper_input(input_paths, step_num)
-        splits = []
-        for path in input_paths:
-            size = os.stat(path).st_size
-            if not size:
-                continue       # as mrjob: an empty file gives no split
-            dest = self._task_input_path('mapper', step_num, len(splits))
-            self.fs.mkdir(os.path.dirname(dest))
-            os.symlink(os.path.abspath(path), dest)
-            splits.append({'file': path, 'start': 0, 'length': size})
-        return splits

@@ -123,7 +123,7 @@ def test_optimize_counts_retries_until_a_success(conf_file):
 
 def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
         conf_file, tmp_path):
-    """jobs.base.InlineRunner gives each uncompressed input file to one map task as it
+    """jobs.lib.runners.InlineRunner gives each uncompressed input file to one map task as it
     is (no copy): the same records as the local runner, empty files and a gzipped file
     (split by mrjob as before) included, and the inputs untouched."""
     import gzip
@@ -156,3 +156,109 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
                                      for x in read_records(str(out)))
         assert results['inline'] == results['local'] and len(results['inline']) >= 20
         assert {n: (folder / n).read_bytes() for n in os.listdir(folder)} == before
+
+
+def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
+    """jobs.lib.runners.line_ranges, as LocalRunner splits mapper and reducer input:
+    the ranges tile the file, every range but the last ends with a newline, the copies
+    put the bytes back together, and with a key no key's lines span two ranges
+    (random sorted inputs, with and without a final newline, many split sizes)."""
+    import itertools
+    import random
+    from jobs.lib.runners import _reducer_key, copy_range, line_ranges
+    rnd = random.Random(5)
+    path, piece = tmp_path / 'f', tmp_path / 'piece'
+    for _ in range(150):
+        lines = sorted((b'k%03d\t%s\n' % (rnd.randrange(15), b'x' * rnd.randrange(50))
+                        for _ in range(rnd.randrange(40))), key=_reducer_key)
+        data = b''.join(lines)
+        if data and rnd.random() < 0.3:
+            data = data[:-1]
+        path.write_bytes(data)
+        for split_size, key_of in itertools.product((1, 7, 50, 300, 10 ** 6),
+                                                    (None, _reducer_key)):
+            ranges = line_ranges(str(path), len(data), split_size, key_of)
+            assert [a for a, _ in ranges[:1]] == ([0] if data else [])
+            assert all(b == c and a < b for (a, b), (c, _) in zip(ranges, ranges[1:]))
+            parts = []
+            for a, b in ranges:
+                copy_range(str(path), str(piece), a, b)
+                parts.append(piece.read_bytes())
+            assert b''.join(parts) == data
+            assert all(p.endswith(b'\n') for p in parts[:-1])
+            if key_of:
+                keys = [{key_of(line + b'\n') for line in p.splitlines()} for p in parts]
+                assert all(not (x & y) for x, y in itertools.combinations(keys, 2))
+            elif split_size == 1:
+                assert len(parts) == len(data.splitlines())     # a line per range
+
+
+def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
+    """jobs.lib.runners.LocalRunner (byte-range splits, one per core) and mrjob's own
+    local runner give the same records and counters, on one big file and on several
+    files, with more cores than files (so files are cut and reducer input is split)."""
+    from mrjob.local import LocalMRJobRunner
+    from jobs.invert_links import MRInvertLinks
+    from jobs.lib.runners import LocalRunner
+    from tests.conftest import read_records
+
+    pages = [page('http://h%d/p%d' % (i % 7, i),
+                  links=['http://h%d/p%d' % (j % 5, (i * j) % 97) for j in range(6)])
+             for i in range(300)]
+    for p in pages:
+        for link in p['links']:
+            link['text'] = 'to ' + link['url']
+    one, many = tmp_path / 'one', tmp_path / 'many'
+    one.mkdir()
+    many.mkdir()
+    (one / 'part-00000').write_text(''.join(json.dumps(p) + '\n' for p in pages))
+    for n in range(4):
+        (many / ('part-%05d' % n)).write_text(
+            ''.join(json.dumps(p) + '\n' for p in pages[n::4]))
+    for folder in (one, many):
+        results = {}
+        for stock in (False, True):
+            out = tmp_path / (folder.name + str(stock))
+            job = MRInvertLinks(['-r', 'local', '--num-cores', '3', '--crawl-conf', conf_file,
+                                 '--output-dir', str(out), str(folder)])
+            runner = LocalMRJobRunner(**job._runner_kwargs()) if stock else job.make_runner()
+            with runner as r:
+                assert isinstance(r, LocalRunner) != stock
+                r.run()
+                counters = r.counters()
+            results[stock] = (sorted(json.dumps(x, sort_keys=True)
+                                     for x in read_records(str(out))), counters)
+        assert results[False] == results[True]
+        assert len(results[False][0]) > 50
+
+
+def test_counters_are_summed_in_the_task_and_reported_at_its_end(conf_file, monkeypatch):
+    """CrawlJob.count sums in memory: a mapper that counts per record writes one counter
+    line per counter name when the task ends (not one per increment), with the right
+    totals; with a zero report interval every increment is reported at once."""
+    from jobs.invert_links import MRInvertLinks
+    pages = [page('http://h/p%d' % i, links=['http://h/p%d' % (i + 1), 'http://h/x'])
+             for i in range(30)]
+    for p in pages:
+        for link in p['links']:
+            link['text'] = 'anchor'
+    data = ''.join(json.dumps(p) + '\n' for p in pages).encode()
+
+    def run_mapper(interval):
+        monkeypatch.setattr(MRInvertLinks, 'COUNTER_REPORT_SECONDS', interval)
+        job = MRInvertLinks(['--mapper', '--crawl-conf', conf_file])
+        stdout, stderr = io.BytesIO(), io.BytesIO()
+        job.sandbox(stdin=io.BytesIO(data), stdout=stdout, stderr=stderr)
+        job.execute()
+        return [line for line in stderr.getvalue().decode().splitlines()
+                if line.startswith('reporter:counter:')]
+
+    summed = run_mapper(10.0)
+    assert len(summed) == len(set(summed)) and summed       # one line per counter
+    each = run_mapper(0.0)
+    assert len(each) > 2 * len(summed)                    # a line per increment
+    totals = {}
+    for line in each:
+        name, n = line.rsplit(',', 1)
+        totals[name] = totals.get(name, 0) + int(n)
+    assert totals == {name: int(n) for name, n in (x.rsplit(',', 1) for x in summed)}
