@@ -123,7 +123,7 @@ def test_optimize_counts_retries_until_a_success(conf_file):
 
 def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
         conf_file, tmp_path):
-    """jobs.lib.runners.InlineRunner gives each uncompressed input file to one map task as it
+    """jobs.runners.InlineRunner gives each uncompressed input file to one map task as it
     is (no copy): the same records as the local runner, empty files and a gzipped file
     (split by mrjob as before) included, and the inputs untouched."""
     import gzip
@@ -159,13 +159,13 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
 
 
 def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
-    """jobs.lib.runners.line_ranges, as LocalRunner splits mapper and reducer input:
+    """jobs.runners.line_ranges, as LocalRunner splits mapper and reducer input:
     the ranges tile the file, every range but the last ends with a newline, the copies
     put the bytes back together, and with a key no key's lines span two ranges
     (random sorted inputs, with and without a final newline, many split sizes)."""
     import itertools
     import random
-    from jobs.lib.runners import _reducer_key, copy_range, line_ranges
+    from jobs.runners import _reducer_key, copy_range, line_ranges
     rnd = random.Random(5)
     path, piece = tmp_path / 'f', tmp_path / 'piece'
     for _ in range(150):
@@ -191,15 +191,22 @@ def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
                 assert all(not (x & y) for x, y in itertools.combinations(keys, 2))
             elif split_size == 1:
                 assert len(parts) == len(data.splitlines())     # a line per range
+    # Two keys (the fetch's two bins), whatever their sizes: two ranges for two cores.
+    for _ in range(50):
+        sizes = rnd.randrange(1, 200), rnd.randrange(1, 200)
+        data = b''.join(b'"b%d"\t["h", %d]\n' % (k, i) for k in (0, 1) for i in range(sizes[k]))
+        path.write_bytes(data)
+        ranges = line_ranges(str(path), len(data), len(data) // 2, _reducer_key)
+        assert len(ranges) == 2, (sizes, ranges)
 
 
 def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
-    """jobs.lib.runners.LocalRunner (byte-range splits, one per core) and mrjob's own
+    """jobs.runners.LocalRunner (byte-range splits, one per core) and mrjob's own
     local runner give the same records and counters, on one big file and on several
     files, with more cores than files (so files are cut and reducer input is split)."""
     from mrjob.local import LocalMRJobRunner
     from jobs.invert_links import MRInvertLinks
-    from jobs.lib.runners import LocalRunner
+    from jobs.runners import LocalRunner
     from tests.conftest import read_records
 
     pages = [page('http://h%d/p%d' % (i % 7, i),

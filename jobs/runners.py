@@ -53,10 +53,13 @@ def sort_with_sort_bin(input_paths, output_path, sort_bin, tmp_dir):
 
 
 def line_ranges(path, size, split_size, key_of=None):
-    """``[(start, end), ...]`` covering *path* (of *size* bytes): each range ends at the
-    end of the first line that ends at or past ``start + split_size`` (or at the end of
-    the file); with *key_of* (line -> key), a range also takes in every following line
-    of the same key as its last line, so that a key's lines stay in one range."""
+    """``[(start, end), ...]`` covering *path* (of *size* bytes), each about *split_size*
+    bytes and ending at a line end: the end of the line that holds byte ``start +
+    split_size - 1``, or the end of the file. With *key_of* (line -> key; the file
+    sorted by it, as the shuffle's sort leaves it) a range ends where the key changes
+    instead: at the start or the end of the key group holding that line, whichever is
+    nearer (both found by binary search), so a key's lines stay in one range and two
+    large keys (the fetch's bins) are never put in one range for want of a boundary."""
     split_size = max(1, split_size)
     ranges, start = [], 0
     with open(path, 'rb') as f:
@@ -69,15 +72,32 @@ def line_ranges(path, size, split_size, key_of=None):
             f.readline()                 # to the end of the line holding byte target - 1
             end = f.tell()
             if key_of is not None and end < size:
-                f.seek(_line_start(f, end - 1, start))
-                key = key_of(f.readline())      # the range's last line
-                while end < size:
-                    if key_of(f.readline()) != key:
-                        break
-                    end = f.tell()
+                line_start = _line_start(f, end - 1, start)
+                f.seek(line_start)
+                key = key_of(f.readline())
+                first = _first_line(f, start, line_start, lambda k: k >= key, key_of)
+                after = _first_line(f, end, size, lambda k: k > key, key_of)
+                if first > start and (target - first <= after - target or after >= size):
+                    end = first
+                else:
+                    end = after
             ranges.append((start, end))
             start = end
     return ranges
+
+
+def _first_line(f, lo, hi, wanted, key_of):
+    """The first line start in [lo, hi] whose key is *wanted* (a predicate that is
+    false, then true, along the sorted file), or *hi*; *lo* is a line start."""
+    while lo < hi:
+        p = _line_start(f, (lo + hi) // 2, lo)
+        f.seek(p)
+        line = f.readline()
+        if wanted(key_of(line)):
+            hi = p
+        else:
+            lo = p + len(line)
+    return hi
 
 
 def _line_start(f, pos, floor):
