@@ -46,6 +46,10 @@ def test_string_values_need_no_quotes_and_ranges_are_checked():
     assert conf['politeness']['user_agent'] == 'my bot/2.0'
     with pytest.raises(config.ConfigError, match='politeness.delay'):
         config.load(overrides=['politeness.delay=-1'])
+    for bad in ('0', '65'):      # one SimHash position multiplier per shingle word
+        with pytest.raises(config.ConfigError, match='merge.shingle_words'):
+            config.load(overrides=['merge.shingle_words=' + bad])
+    assert config.load(overrides=['merge.shingle_words=64'])['merge']['shingle_words'] == 64
 
 
 def test_bad_toml_and_missing_file(tmp_path):

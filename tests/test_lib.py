@@ -153,3 +153,31 @@ def test_robots_answers_false_for_what_cannot_be_a_url():
     assert robots.Rules(txt, 'mrcrawl').allowed('http://[1:2/#') is False
     assert robots.can_fetch(txt, 'mrcrawl', 'http://a.test/y') is True
     assert robots.can_fetch(txt, 'mrcrawl', 'http://a.test/x') is False
+
+
+def test_watchdog_fires_armed_deadlines_only_and_on_time():
+    """jobs.lib.fetcher._Watchdog: an entry armed after a later one still fires at its
+    own deadline; disarmed entries never fire and leave the heap without waiting for
+    their deadlines; disarm reports whether the entry had fired."""
+    import threading
+    import time
+    from jobs.lib.fetcher import _Watchdog
+    dog = _Watchdog()
+    fired = []
+    done = threading.Event()
+    now = time.monotonic()
+    stale = [dog.arm(now + 60.0, lambda: fired.append('stale')) for _ in range(500)]
+    late = dog.arm(now + 0.6, lambda: (fired.append('late'), done.set()))
+    early = dog.arm(now + 0.2, lambda: fired.append('early'))
+    for entry in stale:
+        assert dog.disarm(entry) is False
+    assert done.wait(5.0)
+    assert fired == ['early', 'late']
+    assert time.monotonic() - now >= 0.6
+    assert dog.disarm(early) is True and dog.disarm(late) is True
+    dog.arm(time.monotonic() + 0.05, lambda: None)     # wakes the thread once more
+    deadline = time.monotonic() + 5.0
+    while dog._heap and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dog._heap == []        # the 500 disarmed entries did not wait for 60 s
+    assert fired == ['early', 'late']
