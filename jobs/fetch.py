@@ -133,7 +133,6 @@ class MRFetch(CrawlJob):
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
         self.stats = {}
-        self.tallies = {}     # (group, counter) -> amount not yet reported: see count()
         self.parser = None
         if self.conf['fetch'].get('parse', True):
             # With WARC on, pages keep what MRWarc reads from out/.
@@ -167,24 +166,6 @@ class MRFetch(CrawlJob):
         self.count(C.ROBOTS_ERROR, self.robots_failures)
         for name, n in sorted(self.stats.items()):
             self.count(name, n)
-        self._report_tallies()
-
-    def count(self, name, amount=1, group=None):
-        """In the reducer, counters are summed in memory and reported with each status
-        update and at the end (mrjob writes one stderr line per increment: several per
-        page, ~3 % of the reducer's CPU); elsewhere, reported at once."""
-        if not amount:
-            return
-        group = group or self.COUNTER_GROUP
-        if not hasattr(self, 'tallies'):
-            self.increment_counter(group, name, amount)
-        else:
-            self.tallies[group, name] = self.tallies.get((group, name), 0) + amount
-
-    def _report_tallies(self):
-        for (group, name), amount in sorted(self.tallies.items()):
-            self.increment_counter(group, name, amount)
-        self.tallies.clear()
 
     def _run_host(self, pkey, items):
         """Worker thread: fetch one key; every input record yields one output record."""
@@ -241,7 +222,7 @@ class MRFetch(CrawlJob):
         self.count(name, amount, C.PARSE)
 
     def _status(self):
-        self._report_tallies()
+        self.report_counts()
         self.last_status = time.monotonic()
         self.set_status('fetching: %d keys running' % self.active)
 

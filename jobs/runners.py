@@ -143,21 +143,25 @@ def _reducer_key(line):
     return line.split(b'\t', 1)[0]
 
 
-class LocalRunner(LocalMRJobRunner):
-    """``-r local`` for mrcrawl's jobs: the sort binary or a clear failure; splits cut by
-    byte ranges (module docstring)."""
+class _RangeSplits:
+    """Map splits as byte ranges of the input files (whole files symlinked), for both
+    runners; each says how big a split may be (:meth:`_mapper_split_size`)."""
 
-    def _sort_input_func(self):
-        return partial(sort_with_sort_bin, sort_bin=self._sort_bin(),
-                       tmp_dir=self._get_local_tmp_dir())
-
-    def _place_split(self, task_type, step_num, task_num, path, start, end, size):
+    def _split_dest(self, task_type, step_num, task_num):
         dest = self._task_input_path(task_type, step_num, task_num)
         self.fs.mkdir(os.path.dirname(dest))
+        return dest
+
+    def _place_split(self, task_type, step_num, task_num, path, start, end, size):
+        dest = self._split_dest(task_type, step_num, task_num)
         if start == 0 and end == size:
             os.symlink(os.path.abspath(path), dest)
         else:
             copy_range(path, dest, start, end)
+
+    def _mapper_split_size(self, sizes, step_num):
+        """Bytes per map split for files of *sizes*, or None for mrjob's own splits."""
+        raise NotImplementedError
 
     def _split_mapper_input(self, input_paths, step_num):
         input_paths = list(input_paths)
@@ -165,9 +169,9 @@ class LocalRunner(LocalMRJobRunner):
                 or any(is_compressed(p) for p in input_paths)):
             return super()._split_mapper_input(input_paths, step_num)
         sizes = [os.stat(p).st_size for p in input_paths]
-        if not any(sizes):
+        split_size = self._mapper_split_size(sizes, step_num)
+        if split_size is None:
             return super()._split_mapper_input(input_paths, step_num)
-        split_size = sum(sizes) // max(1, self._num_mappers(step_num))
         splits = []
         for path, size in zip(input_paths, sizes):
             if not size:
@@ -176,6 +180,20 @@ class LocalRunner(LocalMRJobRunner):
                 self._place_split('mapper', step_num, len(splits), path, start, end, size)
                 splits.append({'file': path, 'start': start, 'length': end - start})
         return splits
+
+
+class LocalRunner(_RangeSplits, LocalMRJobRunner):
+    """``-r local`` for mrcrawl's jobs: the sort binary or a clear failure; splits cut by
+    byte ranges, one per core (module docstring)."""
+
+    def _sort_input_func(self):
+        return partial(sort_with_sort_bin, sort_bin=self._sort_bin(),
+                       tmp_dir=self._get_local_tmp_dir())
+
+    def _mapper_split_size(self, sizes, step_num):
+        if not any(sizes):
+            return None
+        return sum(sizes) // max(1, self._num_mappers(step_num))
 
     def _split_reducer_input(self, step_num):
         path = self._sorted_reducer_input_path(step_num)
@@ -191,28 +209,13 @@ class LocalRunner(LocalMRJobRunner):
             start, end = ranges[task_num]
             self._place_split('reducer', step_num, task_num, path, start, end, size)
             os.truncate(path, start)
-        dest = self._task_input_path('reducer', step_num, 0)
-        self.fs.mkdir(os.path.dirname(dest))
-        os.replace(path, dest)
+        os.replace(path, self._split_dest('reducer', step_num, 0))
         return len(ranges)
 
 
-class InlineRunner(InlineMRJobRunner):
+class InlineRunner(_RangeSplits, InlineMRJobRunner):
     """``-r inline`` for mrcrawl's jobs: each uncompressed input file is one map task's
     input where it is (module docstring)."""
 
-    def _split_mapper_input(self, input_paths, step_num):
-        input_paths = list(input_paths)
-        if ((step_num == 0 and self._uses_input_manifest())
-                or any(is_compressed(p) for p in input_paths)):
-            return super()._split_mapper_input(input_paths, step_num)
-        splits = []
-        for path in input_paths:
-            size = os.stat(path).st_size
-            if not size:
-                continue       # as mrjob: an empty file gives no split
-            dest = self._task_input_path('mapper', step_num, len(splits))
-            self.fs.mkdir(os.path.dirname(dest))
-            os.symlink(os.path.abspath(path), dest)
-            splits.append({'file': path, 'start': 0, 'length': size})
-        return splits
+    def _mapper_split_size(self, sizes, step_num):
+        return max(sizes, default=0)       # every file whole
