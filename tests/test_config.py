@@ -50,6 +50,11 @@ def test_string_values_need_no_quotes_and_ranges_are_checked():
         with pytest.raises(config.ConfigError, match='merge.shingle_words'):
             config.load(overrides=['merge.shingle_words=' + bad])
     assert config.load(overrides=['merge.shingle_words=64'])['merge']['shingle_words'] == 64
+    with pytest.raises(config.ConfigError, match='parse.main_text_extractor.*boilerpipe'):
+        config.load(overrides=['parse.main_text_extractor=boilerpipe'])
+    for name in ('resiliparse', 'trafilatura'):
+        conf = config.load(overrides=['parse.main_text_extractor=' + name])
+        assert conf['parse']['main_text_extractor'] == name
 
 
 def test_bad_toml_and_missing_file(tmp_path):

@@ -11,20 +11,60 @@ from tests.conftest import ROOT
 from tests.test_jobs import conf_file, page, run_job  # noqa: F401  (conf_file: fixture)
 
 
-def test_main_text_and_language_never_touch_the_network(monkeypatch):
+@pytest.mark.parametrize('extractor', maintext.EXTRACTORS)
+def test_main_text_and_language_never_touch_the_network(monkeypatch, extractor):
     def refuse(*args, **kwargs):
         raise AssertionError('network access attempted')
     monkeypatch.setattr(socket.socket, 'connect', refuse)
     monkeypatch.setattr(socket, 'create_connection', refuse)
     monkeypatch.setattr(socket, 'getaddrinfo', refuse)
     body = PAGES['/near1.html'].decode()
-    main = maintext.main_text(body, 'http://example.invalid/near1.html')
+    main = maintext.main_text(body, 'http://example.invalid/near1.html', extractor)
     assert 'Session' not in main and 'Printed on' not in main
-    assert main.count('\n') >= 10                  # one line per paragraph
+    assert main.startswith('Our old neighbour collects') or main.startswith('A long article')
+    lines = main.split('\n')
+    assert len(lines) >= 10 and all(line.strip() == line and line for line in lines)
     assert maintext.language(main) == 'en'
     assert maintext.language('Le chat dort sur le canap\u00e9 pendant que la pluie '
                              'tombe sur la ville.') == 'fr'
     assert maintext.language('too short') is None
+
+
+def test_resiliparse_main_text_skips_page_landmarks_not_the_article_header():
+    para = '<p>%s</p>' % ('The quick brown fox jumps over the lazy dog by the river. ' * 8)
+    body = ('<html><body><div><header><p>Banner tagline</p></header>'
+            '<div role="navigation"><p>Role nav entry</p></div>'
+            '<article><header><h1>The article title</h1></header>%s</article>'
+            '<aside><p>Related aside entry</p></aside><footer>Copyright line</footer>'
+            '</div></body></html>' % (para * 4))
+    main = maintext.main_text(body, extractor='resiliparse')
+    assert main.split('\n')[0] == 'The article title'
+    assert main.count('The quick brown fox') == 32
+    for boiler in ('Banner', 'Role nav', 'Related aside', 'Copyright'):
+        assert boiler not in main
+    assert maintext.main_text('', extractor='resiliparse') == ''
+    assert maintext.main_text('<html><body></body></html>') == ''
+    with pytest.raises(ValueError, match='boilerpipe'):
+        maintext.main_text(body, extractor='boilerpipe')
+
+
+def test_page_parser_uses_the_configured_extractor(monkeypatch):
+    from jobs.lib import config, parsepage
+    seen = []
+    real = maintext.main_text
+
+    def spy(html_text, url=None, extractor='resiliparse'):
+        seen.append(extractor)
+        return real(html_text, url, extractor)
+    monkeypatch.setattr(maintext, 'main_text', spy)
+    body = PAGES['/near1.html'].decode()
+    for name in maintext.EXTRACTORS:
+        conf = config.load(overrides=['parse.main_text_extractor=' + name])
+        page = parsepage.PageParser(conf, lambda *a: None).parse(
+            {'kind': 'doc', 'url': 'http://h/near1.html', 'status': 'fetched',
+             'final_url': 'http://h/near1.html', 'body': body, 'headers': {}})
+        assert seen[-1] == name and 'Printed on' not in page['main_text']
+        assert page['language'] == 'en'
 
 
 def test_description_and_headings():

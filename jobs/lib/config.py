@@ -172,6 +172,10 @@ def _validate_parse_settings(conf):
     for key in ('max_path_depth', 'max_segment_repeats', 'max_urls_per_host'):
         if conf['filter'][key] < 0:
             raise ConfigError('filter.%s must be >= 0, got %r' % (key, conf['filter'][key]))
+    from jobs.lib import maintext
+    if conf['parse']['main_text_extractor'] not in maintext.EXTRACTORS:
+        raise ConfigError('parse.main_text_extractor must be one of %s, got %r' % (
+            ', '.join(maintext.EXTRACTORS), conf['parse']['main_text_extractor']))
     if conf['filter']['scope'] not in filters.SCOPES:
         raise ConfigError('filter.scope must be one of %s, got %r' % (
             ', '.join(filters.SCOPES), conf['filter']['scope']))

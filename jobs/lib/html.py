@@ -52,15 +52,16 @@ _NESTING_TAG_BYTES_RE = re.compile(
     (r'<(/?)(?!%s[\t\n\f\r />])[a-z]' % _NOT_NESTING).encode('ascii'))
 
 
-def limit_nesting(html, max_depth=MAX_NESTING):
+def limit_nesting(html, max_depth=MAX_NESTING, scan_tags=_NESTING_SCAN_TAGS):
     """*html* with the start tags that would nest deeper than *max_depth* removed.
 
     Lexbor's tree construction walks the stack of open elements for every block start
     tag (the HTML5 "p element in button scope" check), so 100 000 nested ``<div>``s
     take minutes; a 4 MiB page can hold 800 000. The depth here is counted on the raw
-    tags (an upper bound for ordinary pages); pages that stay under it are unchanged.
+    tags (an upper bound for ordinary pages); pages that stay under it are unchanged,
+    and so are pages with at most *scan_tags* ``<`` (they are not scanned).
     """
-    if html.count('<') <= _NESTING_SCAN_TAGS:
+    if html.count('<') <= scan_tags:
         return html
     depth = deepest = 0
     for slash in _NESTING_TAG_BYTES_RE.findall(html.encode('utf-8', 'surrogatepass').lower()):

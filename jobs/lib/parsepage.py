@@ -4,7 +4,7 @@
 metadata without the body, plus title, text, out-links with anchor text (resolved
 against the page and ``<base href>``, normalised, http(s) only, filtered by
 ``[filter]``), the canonical link and the page's robots directives; for indexable pages,
-description, headings, main text (trafilatura, jobs.lib.maintext), language
+description, headings, main text (jobs.lib.maintext), language
 (fastText) and the SimHash fingerprint MRMerge compares (jobs.lib.simhash: hashed here,
 where the fetch's CPU waits out politeness delays, not again in the merge); for pages
 of a configured site (``conf['sites']``, jobs.lib.sites) the extracted fields and
@@ -134,14 +134,16 @@ class PageParser:
             self.link_robots_txt(page, base)
 
     def main_text_and_language(self, page, body, base):
-        """main_text (trafilatura, parse.main_text) and language (fastText)."""
+        """main_text (parse.main_text, parse.main_text_extractor) and language
+        (fastText)."""
         limits = self.conf['parse']
         if limits.get('main_text', True):
             if len(body) > limits.get('main_text_max_bytes', 1 << 20):
                 self.count(C.MAIN_TEXT_TOO_BIG)
             else:
                 try:
-                    page['main_text'] = maintext.main_text(body, base)[
+                    page['main_text'] = maintext.main_text(
+                        body, base, limits.get('main_text_extractor', 'resiliparse'))[
                         :limits['max_text_chars']]
                 except Exception as e:   # an extractor failure costs the main text only
                     self.count(C.MAIN_TEXT_ERROR)

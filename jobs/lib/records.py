@@ -61,9 +61,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     lastmod (str, from a sitemap). The record of a resource (resource_of set) is its
     doc's metadata only, never parsed, noindex. Indexable HTML pages also carry description
     (str|null: meta description, else og:description), headings (list of {level: 1..6,
-    text}), main_text (str|null: the main content, boilerplate removed, by trafilatura;
-    null when parse.main_text is off or the body is too big), language (str|null: ISO
-    639 code, two letters where one exists, by fastText from main_text, else text),
+    text}), main_text (str|null: the main content, boilerplate removed, one line per
+    block, by the extractor parse.main_text_extractor names; null when parse.main_text
+    is off or the body is too big), language (str|null: ISO 639 code, two letters
+    where one exists, by fastText from main_text, else text),
     fingerprint ({simhash: str|null, words: int, shingle_words: int, hash: int}: the
     SimHash of main_text, else text, as MRMerge compares it, its word count and the
     shingle hash's version; absent when merge.near_duplicates is off); optional
