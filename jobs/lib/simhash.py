@@ -6,13 +6,17 @@ of the fingerprint is 1 when more shingles have bit *i* set than not. Similar te
 fingerprints that differ in few bits (Hamming distance), as Manku, Jain and Das Sarma
 used it for web pages (WWW 2007: 64 bits, distance <= 3).
 
-Shingle hashes (version ``HASH_VERSION``): each word is hashed once (BLAKE2b, 8 bytes,
-big-endian, so the value is the same in every process and on every node; a task keeps
-the words it has seen in a bounded cache, and page texts share most of their words);
-a shingle's hash is the splitmix64 finaliser of ``sum(word_hash[j] * MULTIPLIERS[j])``
-modulo 2**64 over its words, so word order counts and every bit depends on every word.
-That runs in numpy over the whole page at once: 0.3 ms for a 2,700-word page where one
-BLAKE2b call per shingle took 2.7 ms (bench/README.md). A fingerprint carries the
+Shingle hashes (version ``HASH_VERSION``), all in numpy over the whole page, with no
+Python loop over its words: the lower-cased text is read as Unicode code points; word
+characters are exactly those of the regular expression ``\\w`` (ASCII from a table, the
+page's other distinct characters asked of ``re`` once each); a word's hash is the
+splitmix64 finaliser of its polynomial hash ``sum(cp[i] * P**i)`` modulo 2**64 (from
+prefix sums and the inverse powers of the odd ``P``: the same value in every process
+and on every node); a shingle's hash is the finaliser of
+``sum(word_hash[j] * MULTIPLIERS[j])`` modulo 2**64 over its words, so word order counts
+and every bit depends on every word. 0.3 ms for a 2,800-word page where version 2 (a
+BLAKE2b call per distinct word, the words found by ``re.findall``) took 1.0 ms, and
+version 1 (BLAKE2b per shingle) 2.7 ms (bench/README.md). A fingerprint carries the
 version it was made with; MRMerge hashes a text again when the version differs.
 
 Banding: cut the 64 bits into ``k + 1`` bands. Two fingerprints that differ in at most
@@ -21,7 +25,6 @@ Banding: cut the 64 bits into ``k + 1`` bands. Two fingerprints that differ in a
 all-pairs comparison is made anywhere. Pairs that meet in a bucket are candidates only:
 they are verified on the whole fingerprint.
 """
-import hashlib
 import re
 
 import numpy
@@ -37,18 +40,18 @@ def words(text):
 
 def simhash(text, shingle_words=3):
     """64-bit SimHash (int) of *text* over shingles of *shingle_words* words."""
-    return simhash_words(words(text), shingle_words)
+    return simhash_hashes(word_hashes(text) if text else (), shingle_words)
 
 
-def simhash_words(w, shingle_words=3):
-    """64-bit SimHash (int) of the word list *w* (see :func:`words`).
+def simhash_hashes(w, shingle_words=3):
+    """64-bit SimHash (int) from the word hashes *w* (see :func:`word_hashes`).
 
     A text shorter than one shingle is one shingle. Each shingle counts as often as it
     occurs (term-frequency weights). The per-bit vote runs in numpy: the shingle hashes'
     big-endian bytes are unpacked into a (shingles x 64) bit matrix, most significant
     bit first, and summed per column.
     """
-    if not w:
+    if not len(w):
         return 0
     hashes = shingle_hashes(w, shingle_words)
     n = len(hashes)
@@ -58,19 +61,31 @@ def simhash_words(w, shingle_words=3):
 
 
 #: Version of the shingle hashing, carried in every fingerprint (1 was one BLAKE2b per
-#: shingle's text).
-HASH_VERSION = 2
+#: shingle's text, 2 one BLAKE2b per word).
+HASH_VERSION = 3
+_MASK = 2 ** 64 - 1
 #: Odd 64-bit multipliers, one per word position in a shingle (the golden-ratio
 #: increment's successive odd multiples: distinct, well spread bits).
-MULTIPLIERS = [((0x9E3779B97F4A7C15 * (2 * j + 1)) | 1) & (2 ** 64 - 1) for j in range(64)]
-#: Words whose hashes a task keeps (about 100 bytes each); past it the cache starts over.
-WORD_CACHE_SIZE = 200_000
-_word_hashes = {}
+MULTIPLIERS = [((0x9E3779B97F4A7C15 * (2 * j + 1)) | 1) & _MASK for j in range(64)]
+#: The odd base of the words' polynomial hash, and its inverse modulo 2**64.
+P = 0x100000001B3
+P_INV = pow(P, -1, 2 ** 64)
+#: ASCII code point -> is a word character (\w).
+_ASCII_WORD = numpy.array([bool(_WORD_RE.match(chr(c))) for c in range(128)])
+_powers = (numpy.ones(1, numpy.uint64), numpy.ones(1, numpy.uint64))   # P**i, P**-i
 
 
-def word_hash(word):
-    """64-bit hash (int) of one word: BLAKE2b, 8 bytes, big-endian."""
-    return int.from_bytes(hashlib.blake2b(word.encode('utf-8'), digest_size=8).digest(), 'big')
+def _power_tables(n):
+    """(P**i, P**-i) modulo 2**64 for i < n (uint64 arrays, grown by doubling)."""
+    global _powers
+    if len(_powers[0]) < n:
+        size = max(n, 2 * len(_powers[0]))
+        pw = numpy.full(size, P, numpy.uint64)
+        inv = numpy.full(size, P_INV, numpy.uint64)
+        pw[0] = inv[0] = 1
+        _powers = (numpy.cumprod(pw, dtype=numpy.uint64),
+                   numpy.cumprod(inv, dtype=numpy.uint64))
+    return _powers
 
 
 def _mix(z):
@@ -82,25 +97,40 @@ def _mix(z):
     return z ^ (z >> numpy.uint64(31))
 
 
+def word_hashes(text):
+    """uint64 array: the hash of each word of *text* (the words of :func:`words`, in
+    order), computed without a Python loop over them."""
+    low = text.lower()
+    cp = numpy.frombuffer(low.encode('utf-32-le', 'surrogatepass'), dtype=numpy.uint32)
+    if not len(cp):
+        return numpy.zeros(0, numpy.uint64)
+    ascii_ = cp < 128
+    is_word = numpy.zeros(len(cp) + 2, dtype=bool)
+    inner = is_word[1:-1]
+    inner[ascii_] = _ASCII_WORD[cp[ascii_]]
+    if not ascii_.all():
+        other = cp[~ascii_]
+        wordy = [c for c in numpy.unique(other).tolist() if _WORD_RE.match(chr(c))]
+        inner[~ascii_] = numpy.isin(other, wordy)
+    edges = numpy.flatnonzero(is_word[1:] != is_word[:-1])   # starts, ends alternate
+    starts, ends = edges[0::2], edges[1::2]
+    if not len(starts):
+        return numpy.zeros(0, numpy.uint64)
+    pw, inv = _power_tables(len(cp) + 1)
+    with numpy.errstate(over='ignore'):
+        prefix = numpy.zeros(len(cp) + 1, numpy.uint64)
+        numpy.cumsum(cp.astype(numpy.uint64) * pw[:len(cp)], out=prefix[1:])
+        return _mix((prefix[ends] - prefix[starts]) * inv[starts])
+
+
 def shingle_hashes(w, shingle_words=3):
-    """uint64 array: the hash of each shingle of the word list *w* (non-empty)."""
-    cache = _word_hashes
-    if len(cache) > WORD_CACHE_SIZE:
-        cache.clear()
-    get = cache.get
-    hw = []
-    for word in w:
-        h = get(word)
-        if h is None:
-            h = cache[word] = word_hash(word)
-        hw.append(h)
-    h = numpy.array(hw, dtype=numpy.uint64)
+    """uint64 array: the hash of each shingle, from the word hashes *w* (non-empty)."""
     k = min(shingle_words, len(w))
     n = len(w) - k + 1
     with numpy.errstate(over='ignore'):
-        acc = h[:n] * numpy.uint64(MULTIPLIERS[0])
+        acc = w[:n] * numpy.uint64(MULTIPLIERS[0])
         for j in range(1, k):
-            acc = acc + h[j:j + n] * numpy.uint64(MULTIPLIERS[j])
+            acc = acc + w[j:j + n] * numpy.uint64(MULTIPLIERS[j])
         return _mix(acc)
 
 
@@ -109,8 +139,8 @@ def fingerprint(text, shingle_words=3):
     what a page record carries (PageParser) so that MRMerge need not hash its text
     again. The word count lets the merge apply merge.min_words; *shingle_words* and the
     hash version tell it whether the value was made the way it would make it."""
-    w = words(text)
-    return {'simhash': to_hex(simhash_words(w, shingle_words)) if w else None,
+    w = word_hashes(text) if text else ()
+    return {'simhash': to_hex(simhash_hashes(w, shingle_words)) if len(w) else None,
             'words': len(w), 'shingle_words': shingle_words, 'hash': HASH_VERSION}
 
 
