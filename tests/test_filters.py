@@ -47,6 +47,28 @@ def test_normalizer_from_configuration():
     assert urls.normalizer(conf)('http://a.com/?utm_x=1') == 'http://a.com/?utm_x=1'
 
 
+def test_normalizer_remembers_results_within_its_bound(monkeypatch):
+    """The per-task memory gives normalize()'s answers, None included, asks normalize
+    once per URL, and starts over when full instead of growing."""
+    calls = []
+    real = urls.normalize
+
+    def counting(url, **kw):
+        calls.append(url)
+        return real(url, **kw)
+    monkeypatch.setattr(urls, 'normalize', counting)
+    monkeypatch.setattr(urls, 'NORMALIZER_CACHE_SIZE', 3)
+    norm = urls.normalizer(config.load(overrides=['parse.sort_query=true']))
+    inputs = ['http://A.com/p?b=1&a=2', 'mailto:x@y', 'http://a.com/p?b=1&a=2',
+              'http://A.com/p?b=1&a=2', 'mailto:x@y']
+    assert [norm(u) for u in inputs] == [real(u, sort_query=True, strip_params=STRIP)
+                                         for u in inputs]
+    assert calls == inputs[:3]
+    norm('http://d.com/'), norm('http://e.com/')    # the 4th distinct URL empties it
+    norm('http://A.com/p?b=1&a=2')
+    assert calls[-1] == 'http://A.com/p?b=1&a=2' and len(calls) == 6
+
+
 _url_chars = st.text(alphabet='abcAB%7eE2f0/.;=&?#~+ -_', max_size=30)
 
 
