@@ -6,7 +6,9 @@ Counts, from the requests the server actually saw (only those whose User-Agent c
 ``--agent``):
 
 - pages: requests for anything but robots.txt; distinct_urls; repeats (same URL twice);
-- coverage: share of the URLs reachable within the depth (manifest) that were requested;
+- coverage: share of the URLs reachable within the depth (manifest) that were requested
+  and answered below 400 (a reachable page exists: a 4xx/5xx for it is the server
+  failing, which must not count as covered);
 - beyond_depth: requests for URLs farther than the depth;
 - robots_violations: requests for paths the host's robots.txt disallows;
 - politeness_violations: consecutive requests to one host closer than delay - 10 ms
@@ -39,6 +41,7 @@ def analyze(manifest, log_path, delay, agent):
     disallow = manifest['robots_disallow']
     by_host = defaultdict(list)
     seen = Counter()
+    answered = set()     # URLs answered below 400
     statuses = Counter()
     robots_requests = robots_violations = beyond_hits = nbytes = 0
     first = last = None
@@ -53,6 +56,8 @@ def analyze(manifest, log_path, delay, agent):
         nbytes += size
         # The fragment never reaches the server; the path is compared as sent.
         seen['%s %s' % (ip, uri)] += 1
+        if status < 400:
+            answered.add('%s %s' % (ip, uri))
         path = uri.split('?', 1)[0]
         if any(path.startswith(p) for p in disallow.get(ip, ())):
             robots_violations += 1
@@ -66,7 +71,7 @@ def analyze(manifest, log_path, delay, agent):
             min_gap = gap if min_gap is None else min(min_gap, gap)
             if gap < delay - TOLERANCE:
                 violations += 1
-    covered = sum(1 for u in reachable if u in seen)
+    covered = sum(1 for u in reachable if u in answered)
     return {
         'pages': sum(seen.values()),
         'distinct_urls': len(seen),

@@ -270,6 +270,12 @@ def run_point(name, crawlers, timeout, src='worktree'):
                         cwd=pythonpath or ROOT,
                         log_path=os.path.join(WORK, 'logs', '%s-%s.stdout' % (name, crawler)))
             m['nginx_cpu_seconds'] = round(server.cpu_seconds() - cpu0, 3)
+        m['nginx_errors'] = server.errors()
+        if m['nginx_errors']:
+            print('%s: %s: nginx logged %d error(s) at level crit or worse (%s): the server '
+                  'failed part of this run' % (name, crawler, m['nginx_errors'],
+                                               os.path.join(WORK, 'nginx', 'error.log')),
+                  flush=True)
         m['started'] = started
         m['mrcrawl_source'] = result['mrcrawl_source'] if crawler.startswith('mrcrawl') else None
         m['load_avg_before'] = [round(x, 2) for x in load_before]

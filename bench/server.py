@@ -14,6 +14,7 @@ Leaving the ``with`` block stops nginx (SIGQUIT, graceful: the log is flushed).
 """
 import json
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,7 @@ NGINX = shutil.which('nginx') or '/usr/sbin/nginx'
 
 CONF = """\
 worker_processes 1;
+worker_rlimit_nofile {nofile};
 daemon off;
 master_process on;
 pid {work}/nginx.pid;
@@ -44,7 +46,7 @@ http {{
     tcp_nopush on;
     keepalive_timeout 65;
     keepalive_requests 100000;
-    open_file_cache max=20000 inactive=60s;
+    open_file_cache max={file_cache} inactive=60s;
     server {{
 {listens}
         root {web}/$server_addr;
@@ -68,15 +70,24 @@ class Nginx:
 
     def __enter__(self):
         os.makedirs(os.path.join(self.work, 'tmp'), exist_ok=True)
-        if os.path.exists(self.log):
-            os.remove(self.log)
+        for old in (self.log, os.path.join(self.work, 'error.log')):
+            if os.path.exists(old):
+                os.remove(old)
         listens = '\n'.join('        listen %s:%d;' % (ip, self.port) for ip in self.hosts)
         # As root, nginx's workers drop to nobody; the generated files are world-readable.
         user = 'user nobody nogroup;' if os.geteuid() == 0 else ''
         conf = os.path.join(self.work, 'nginx.conf')
+        # Descriptors: one per listening address, per connection and per file in
+        # open_file_cache. At 20,000 (this machine's limit) with a cache of 20,000 the
+        # worker ran out mid-crawl: accept() stopped for 0.5 s at a time and open()
+        # failures became 404s for pages that exist (error.log: "Too many open files").
+        # As root the worker raises its own limit; the cache stays at a quarter of it.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        nofile = 65536 if os.geteuid() == 0 else soft
         with open(conf, 'w') as f:
             f.write(CONF.format(work=self.work, web=self.web, log=self.log,
-                                listens=listens, user=user))
+                                listens=listens, user=user, nofile=nofile,
+                                file_cache=max(256, min(20000, nofile // 4))))
         if os.geteuid() == 0:
             os.chmod(os.path.dirname(self.log), 0o777)   # workers (nobody) write the log
         self.proc = subprocess.Popen([NGINX, '-p', self.work, '-c', conf],
@@ -98,6 +109,16 @@ class Nginx:
                 time.sleep(0.05)
         # The probe above is in the log; the analyzer drops it by its user agent.
         return self
+
+    def errors(self):
+        """Lines of error.log at level crit or worse (e.g. "Too many open files"): a
+        run with any is a broken measurement, reported as such by run.py."""
+        try:
+            with open(os.path.join(self.work, 'error.log'), errors='replace') as f:
+                return sum(1 for line in f if any(
+                    lvl in line for lvl in ('[crit]', '[alert]', '[emerg]')))
+        except OSError:
+            return 0
 
     def pids(self):
         import psutil
