@@ -81,9 +81,10 @@ class Nginx:
         # open_file_cache. At 20,000 (this machine's limit) with a cache of 20,000 the
         # worker ran out mid-crawl: accept() stopped for 0.5 s at a time and open()
         # failures became 404s for pages that exist (error.log: "Too many open files").
-        # As root the worker raises its own limit; the cache stays at a quarter of it.
+        # The worker raises its own limit to the hard one (it cannot go past it once it
+        # runs as nobody); the cache stays at a quarter of it.
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        nofile = 65536 if os.geteuid() == 0 else soft
+        nofile = min(65536, hard if hard != resource.RLIM_INFINITY else 65536)
         with open(conf, 'w') as f:
             f.write(CONF.format(work=self.work, web=self.web, log=self.log,
                                 listens=listens, user=user, nofile=nofile,

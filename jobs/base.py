@@ -81,6 +81,14 @@ class CrawlJob(MRJob):
                 else runners.InlineRunner
         return super()._runner_class()
 
+    def _runner_kwargs(self):
+        """mrjob hands the job's class to the inline runner only; the local runner forks
+        its tasks from it too (jobs.runners.LocalRunner)."""
+        kwargs = super()._runner_kwargs()
+        if self.options.runner == 'local' and 'mrjob_cls' not in kwargs:
+            kwargs['mrjob_cls'] = self.__class__
+        return kwargs
+
     #: Seconds between two reports of a task's summed counters (Hadoop streaming counts
     #: a counter line as progress; its task timeout is minutes).
     COUNTER_REPORT_SECONDS = 10.0

@@ -20,17 +20,127 @@ The driver imports this module (through ``CrawlJob._runner_class``); tasks never
     no task ran. One split per core instead of mrjob's two: each split is a task
     process, and a task's start-up (interpreter, imports) is ~0.2 s.
 
+  - **tasks are forked, not executed.** mrjob starts every task as a new Python
+    process (``python fetch.py --step-num=0 --reducer ...``), which imports mrjob and
+    the job's libraries again before it reads a line: 0.15-0.35 s of CPU a task, and
+    a crawl runs ~100 tasks (the merge alone 28). Here each task is a child forked from
+    one *fork server* (``multiprocessing``'s forkserver: a clean single-threaded process
+    started once per driver, which has imported mrjob and every job module) and runs the
+    job in-process the way the inline runner does, with its own stdin, stdout, stderr,
+    working directory and environment (:func:`run_task_in_child`). One child per task,
+    as before, so nothing carries over from one task to the next; a child that dies
+    (killed, out of memory) fails the step like a dead subprocess did
+    (``_TaskFailedException``), and the other running tasks are stopped. The process
+    title names the task (``mrcrawl-task fetch.py --step-num=0 --reducer ...``), as the
+    command line did. Used whenever the job's class is importable and no task needs a
+    setup script or a command step; otherwise mrjob's subprocesses run the tasks.
+
 - :class:`InlineRunner` (``-r inline``): each uncompressed input file is one map task's
   input where it is (a symbolic link). The inline runner runs its tasks one after
   another, so splits buy nothing; the copies cost ~0.7 s of the polite benchmark's 57 s.
 """
+import atexit
+import importlib
+import multiprocessing
+import multiprocessing.connection
 import os
 import subprocess
+import sys
+import traceback
 from functools import partial
 
 from mrjob.cat import is_compressed
 from mrjob.inline import InlineMRJobRunner
-from mrjob.local import LocalMRJobRunner
+from mrjob.local import LocalMRJobRunner, _TaskFailedException
+from mrjob.step import StepFailedException
+from mrjob.util import save_current_environment, save_cwd, save_sys_path, save_sys_std
+
+#: Modules the fork server imports once, before it forks any task: mrjob and every
+#: job's module (and with them the libraries the tasks use).
+TASK_PRELOAD = ('mrjob.job', 'jobs.base', 'jobs.fetch', 'jobs.parse', 'jobs.optimize',
+                'jobs.generate', 'jobs.plan_fetch', 'jobs.merge', 'jobs.merge_join',
+                'jobs.invert_links', 'jobs.html_to_xml', 'jobs.index_rows', 'jobs.warc',
+                'jobs.changes', 'jobs.pagerank', 'jobs.dbget', 'jobs.dbstats',
+                'jobs.inverted_index')
+_context = None
+
+
+def task_context():
+    """The multiprocessing context whose fork server starts the tasks (one per driver
+    process, started on first use)."""
+    global _context
+    if _context is None:
+        ctx = multiprocessing.get_context('forkserver')
+        ctx.set_forkserver_preload(list(TASK_PRELOAD))
+        atexit.register(_stop_fork_server)
+        _context = ctx
+    return _context
+
+
+def _stop_fork_server():
+    """Stop the fork server and wait for it, so that the CPU time of the tasks it reaped
+    counts in this process's children (``getrusage``, ``time``), as subprocesses' did."""
+    from multiprocessing import forkserver
+    server = getattr(forkserver, '_forkserver', None)
+    if server is not None and getattr(server, '_forkserver_pid', None) is not None:
+        try:
+            server._stop()     # closes its socket and waits for it (CPython 3.8-3.13)
+        except (AttributeError, OSError, ChildProcessError):
+            pass
+
+
+def run_task_in_child(module, class_name, title, args, driver_path, task_type, step_num,
+                      task_num, num_steps, stdin, stdout, stderr, wd, env):
+    """Run one task of job *class_name* (from *module*) in this process: mrjob's
+    inline runner's way, in a child of the fork server (so it may change the process's
+    state freely). *args* are the task's switches (``--step-num=N --mapper ...``);
+    *driver_path* the driver's ``sys.path``, so that what the driver imports the task
+    imports too."""
+    try:
+        from setproctitle import setproctitle
+        setproctitle(title)
+    except ImportError:      # the title is for operators; the task runs without it
+        pass
+    with save_current_environment(), save_cwd(), save_sys_path(), save_sys_std():
+        os.environ.update(env)
+        os.chdir(wd)
+        sys.path = [os.getcwd()] + [p for p in driver_path if p not in sys.path] + sys.path
+        job_cls = getattr(importlib.import_module(module), class_name)
+        sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+        try:
+            job_cls(list(args)).execute()
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                raise _TaskFailedException(
+                    reason='the task exited with status %r' % (e.code,),
+                    step_num=step_num, num_steps=num_steps, task_type=task_type,
+                    task_num=task_num)
+        except Exception as e:
+            stderr.write(traceback.format_exc().encode('utf-8', 'replace'))
+            stderr.flush()
+            raise _TaskFailedException(
+                reason='%s: %s' % (type(e).__name__, e), step_num=step_num,
+                num_steps=num_steps, task_type=task_type, task_num=task_num)
+        finally:
+            try:
+                stdout.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def _child_main(func, conn):
+    """A task child: run *func*; send None, or the exception, back to the driver."""
+    try:
+        func()
+    except BaseException as e:
+        try:
+            conn.send(e if isinstance(e, _TaskFailedException)
+                      else RuntimeError('%s: %s' % (type(e).__name__, e)))
+        finally:
+            conn.close()
+        os._exit(1)
+    conn.send(None)
+    conn.close()
 
 
 class SortFailed(RuntimeError):
@@ -184,7 +294,85 @@ class _RangeSplits:
 
 class LocalRunner(_RangeSplits, LocalMRJobRunner):
     """``-r local`` for mrcrawl's jobs: the sort binary or a clear failure; splits cut by
-    byte ranges, one per core (module docstring)."""
+    byte ranges, one per core; tasks forked from a fork server (module docstring)."""
+
+    def __init__(self, mrjob_cls=None, **kwargs):
+        super().__init__(**kwargs)
+        self._mrjob_cls = mrjob_cls
+
+    def _fork_tasks(self):
+        """Can this job's tasks run in forked children (see the module docstring)?"""
+        cls = self._mrjob_cls
+        if cls is None or cls.__module__ in ('__main__', '__mp_main__'):
+            return False
+        if self._opts['setup'] or self._opts['py_files']:
+            return False       # (mrjob's own bootstrap is moot: the fork server has it)
+        for step_num in range(self._num_steps()):
+            step = self._get_step(step_num)
+            for mrc in ('mapper', 'combiner', 'reducer'):
+                if step.get(mrc) and step[mrc].get('type') != 'script':
+                    return False
+        return True
+
+    def _invoke_task_func(self, task_type, step_num, task_num):
+        if not self._fork_tasks():
+            return super()._invoke_task_func(task_type, step_num, task_num)
+        args = self._args_for_task(step_num, task_type)
+        script = os.path.basename(self._script_path or self._mrjob_cls.__module__)
+        title = 'mrcrawl-task %s %s' % (script, ' '.join(args))
+        driver_path = tuple(os.path.abspath(p) for p in sys.path)
+        return partial(run_task_in_child, self._mrjob_cls.__module__,
+                       self._mrjob_cls.__name__, title, tuple(args), driver_path,
+                       task_type, step_num, task_num, self._num_steps())
+
+    def _run_multiple(self, funcs, num_processes=None):
+        """Run the no-args *funcs* (each one task) in children of the fork server, at
+        most ``num_cores`` at a time; the first failure stops the others and is raised."""
+        if not self._fork_tasks():
+            return super()._run_multiple(funcs, num_processes)
+        ctx = task_context()
+        pending = list(funcs)
+        limit = max(1, self._num_cores())
+        running = {}     # sentinel -> (process, receiving end)
+        error = None
+        try:
+            while pending or running:
+                while pending and error is None and len(running) < limit:
+                    recv, send = ctx.Pipe(duplex=False)
+                    proc = ctx.Process(target=_child_main, args=(pending.pop(0), send),
+                                       daemon=True)
+                    proc.start()
+                    send.close()
+                    running[proc.sentinel] = (proc, recv)
+                if not running:
+                    break
+                for sentinel in multiprocessing.connection.wait(list(running)):
+                    proc, recv = running.pop(sentinel)
+                    result = None
+                    try:
+                        if recv.poll():
+                            result = recv.recv()
+                    except (EOFError, OSError):
+                        result = None
+                    recv.close()
+                    proc.join()
+                    if result is None and proc.exitcode != 0:
+                        how = ('killed by signal %d' % -proc.exitcode if proc.exitcode < 0
+                               else 'exit status %d' % proc.exitcode)
+                        result = StepFailedException(
+                            reason='a task process died (%s)' % how)
+                    if result is not None and error is None:
+                        error = result
+                if error is not None:
+                    pending.clear()
+                    for proc, _ in running.values():
+                        proc.terminate()
+        finally:
+            for proc, recv in running.values():
+                proc.join()
+                recv.close()
+        if error is not None:
+            raise error
 
     def _sort_input_func(self):
         return partial(sort_with_sort_bin, sort_bin=self._sort_bin(),

@@ -269,3 +269,65 @@ def test_counters_are_summed_in_the_task_and_reported_at_its_end(conf_file, monk
         name, n = line.rsplit(',', 1)
         totals[name] = totals.get(name, 0) + int(n)
     assert totals == {name: int(n) for name, n in (x.rsplit(',', 1) for x in summed)}
+
+
+class MRTaskProbe(MRParse):
+    """Each map task says which process ran it (for the forked-task test below)."""
+
+    def steps(self):
+        from mrjob.step import MRStep
+        return [MRStep(mapper=self.mapper_probe, reducer=self.reducer_probe)]
+
+    def mapper_probe(self, _, line):
+        import os
+        import setproctitle
+        from tests.conftest import ROOT  # noqa: F401  (the test package imports here)
+        for rec in self.records(line, 'page'):
+            if rec['url'].endswith('/die'):
+                os.kill(os.getpid(), 9)
+            if rec['url'].endswith('/raise'):
+                raise ValueError('probe failure')
+            yield rec['url'], {'pid': os.getpid(), 'ppid': os.getppid(),
+                               'title': setproctitle.getproctitle()}
+
+    def reducer_probe(self, url, values):
+        import os
+        for v in values:
+            yield None, dict(v, url=url, reducer_pid=os.getpid())
+
+
+def _probe(conf_file, tmp_path, urls):
+    from tests.conftest import read_records
+    src = tmp_path / 'in'
+    src.mkdir(exist_ok=True)
+    (src / 'part-00000').write_text(''.join(json.dumps(page(u)) + '\n' for u in urls))
+    out = tmp_path / 'out'
+    job = MRTaskProbe(['-r', 'local', '--num-cores', '2', '--crawl-conf', conf_file,
+                       '--output-dir', str(out), str(src)])
+    with job.make_runner() as r:
+        r.run()
+    return list(read_records(str(out)))
+
+
+def test_local_runner_forks_each_task_from_the_fork_server(conf_file, tmp_path):
+    """Tasks run in children of the fork server (not subprocesses of the driver, not the
+    driver itself), one child per task, each titled with its script and role."""
+    import os
+    recs = _probe(conf_file, tmp_path, ['http://h/%d' % i for i in range(200)])
+    assert len(recs) == 200
+    mapper_pids = {r['pid'] for r in recs}
+    reducer_pids = {r['reducer_pid'] for r in recs}
+    assert len(mapper_pids) == 2 and len(reducer_pids) == 2     # one per split
+    assert not (mapper_pids & reducer_pids) and os.getpid() not in mapper_pids
+    assert {r['ppid'] for r in recs} != {os.getpid()}            # the fork server's
+    for r in recs:
+        assert r['title'].startswith('mrcrawl-task test_jobs.py --step-num=0 --mapper')
+
+
+@pytest.mark.parametrize('how, reason', [('raise', 'ValueError: probe failure'),
+                                         ('die', 'killed by signal 9')])
+def test_a_failed_or_killed_forked_task_fails_the_step(conf_file, tmp_path, how, reason):
+    from mrjob.step import StepFailedException
+    with pytest.raises(StepFailedException, match=reason):
+        _probe(conf_file, tmp_path, ['http://h/%d' % i for i in range(50)] +
+               ['http://h/' + how])

@@ -35,7 +35,7 @@ def _ppid(pid):
 
 
 def task_pids(script, role, ancestor):
-    """PIDs of mrjob task processes running *script* as *role* (--mapper/--reducer)
+    """PIDs of task processes running *script* as *role* (--mapper/--reducer)
     that descend from process *ancestor* (never another crawl's on this machine)."""
     pids = []
     for pid in os.listdir('/proc'):
@@ -46,7 +46,10 @@ def task_pids(script, role, ancestor):
                 argv = f.read().split(b'\0')
         except OSError:
             continue
-        if not (script.encode() in b' '.join(argv) and role.encode() in argv):
+        # A forked task (jobs.runners) names itself in its process title, one string;
+        # a subprocess task has it as separate arguments.
+        words = b' '.join(argv).split()
+        if not (script.encode() in b' '.join(argv) and role.encode() in words):
             continue
         p = int(pid)
         while p and p != ancestor:
