@@ -21,7 +21,9 @@ case ":$PATH:" in
   *) export PATH="$_mrcrawl_hadoop_dir/bin:$JAVA_HOME/bin:$PATH" ;;
 esac
 # hadoop-streaming is published on Maven Central only up to 3.4.2 (see pom.xml).
-MRCRAWL_STREAMING_JAR="$(ls "$MRCRAWL_HADOOP_HOME"/jars/hadoop-streaming-*.jar 2>/dev/null | head -n1)"
+# (|| true: before the jars are gathered ls finds none, and up.sh sources this file under
+# set -e -o pipefail: a failing pipeline here ended it silently on a fresh machine.)
+MRCRAWL_STREAMING_JAR="$(ls "$MRCRAWL_HADOOP_HOME"/jars/hadoop-streaming-*.jar 2>/dev/null | head -n1 || true)"
 export MRCRAWL_STREAMING_JAR="${MRCRAWL_STREAMING_JAR:-$MRCRAWL_HADOOP_HOME/jars/hadoop-streaming.jar}"
 # Python used by tasks on the NodeManager (a system interpreter, not the venv).
 if [[ -z "${MRCRAWL_TASK_PYTHON:-}" ]]; then
