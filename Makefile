@@ -37,7 +37,7 @@ demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, d
 	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
 
 test: $(STAMP)  ## Run every test: starts the single-node Hadoop, runs pytest, stops Hadoop
-	bash hadoop/up.sh
+	bash hadoop/up.sh || { rc=$$?; bash hadoop/down.sh; exit $$rc; }
 	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
 
 test-fast: $(STAMP)  ## Run the tests that need no Hadoop (quick, for development)

@@ -27,7 +27,10 @@ for n in "${names[@]}"; do
   f="$PIDS/$n.pid"
   [[ -f "$f" ]] || continue
   pid="$(cat "$f")"
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qE -- "(-Dproc_$n |bin/(hdfs|yarn|mapred) $n( |$))"; then
+  # (matched in bash: `tr | grep -q` under pipefail fails when grep leaves early)
+  re="(-Dproc_$n |bin/(hdfs|yarn|mapred) $n( |$))"
+  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && \
+      cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" && [[ "$cmd" =~ $re ]]; then
     log "stopping $n (pid $pid)"
     kill -TERM "$pid" 2>/dev/null
     pids+=("$pid")
