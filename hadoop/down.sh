@@ -27,10 +27,7 @@ for n in "${names[@]}"; do
   f="$PIDS/$n.pid"
   [[ -f "$f" ]] || continue
   pid="$(cat "$f")"
-  # (matched in bash: `tr | grep -q` under pipefail fails when grep leaves early)
-  re="(-Dproc_$n |bin/(hdfs|yarn|mapred) $n( |$))"
-  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null && \
-      cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" && [[ "$cmd" =~ $re ]]; then
+  if mrcrawl_daemon_running "$n" "$pid"; then
     log "stopping $n (pid $pid)"
     kill -TERM "$pid" 2>/dev/null
     pids+=("$pid")

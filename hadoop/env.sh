@@ -34,3 +34,17 @@ if [[ -z "${MRCRAWL_TASK_PYTHON:-}" ]]; then
 fi
 export MRCRAWL_TASK_PYTHON
 unset _mrcrawl_hadoop_dir
+
+# mrcrawl_daemon_running NAME PID -> 0 if PID is alive and runs daemon NAME (up.sh and
+# down.sh). Briefly the command line is "bash .../bin/hdfs namenode", before the shim
+# execs java, and empty while it execs (counted as running). Matched in bash, not with
+# `tr | grep -q`: under pipefail, grep -q leaving early made tr die of SIGPIPE on the
+# JVM's long command line, so a live NameNode was reported dead on a fresh machine.
+mrcrawl_daemon_running() {
+  local name="$1" pid="$2" cmd re
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
+  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  [[ -z "$cmd" ]] && return 0
+  re="(-Dproc_$name |bin/(hdfs|yarn|mapred) $name( |$))"
+  [[ "$cmd" =~ $re ]]
+}

@@ -231,18 +231,8 @@ done
 
 # ---------------------------------------------------------------- 3. helpers
 alive() {  # alive NAME -> 0 if pid file exists and process is a java running it
-  local f="$PIDS/$1.pid" pid cmd re
-  [[ -f "$f" ]] || return 1
-  pid="$(cat "$f")"
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
-  # (briefly the cmdline is "bash .../bin/hdfs namenode", before the shim execs java, and
-  # empty while it execs.) Matched in bash, not by `tr | grep -q`: under pipefail, grep -q
-  # leaving early made tr die of SIGPIPE on the JVM's long command line, and a live
-  # daemon was reported dead ("namenode died during startup" on a fresh machine).
-  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
-  [[ -z "$cmd" ]] && return 0
-  re="(-Dproc_$1 |bin/(hdfs|yarn|mapred) $1( |$))"
-  [[ "$cmd" =~ $re ]]
+  local f="$PIDS/$1.pid"
+  [[ -f "$f" ]] && mrcrawl_daemon_running "$1" "$(cat "$f")"
 }
 fail_with_log() {  # fail_with_log NAME MSG
   echo "[up.sh] ERROR: $2" >&2

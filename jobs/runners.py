@@ -55,13 +55,16 @@ from mrjob.local import LocalMRJobRunner, _TaskFailedException
 from mrjob.step import StepFailedException
 from mrjob.util import save_current_environment, save_cwd, save_sys_path, save_sys_std
 
-#: Modules the fork server imports once, before it forks any task: mrjob and every
-#: job's module (and with them the libraries the tasks use).
-TASK_PRELOAD = ('mrjob.job', 'jobs.base', 'jobs.fetch', 'jobs.parse', 'jobs.optimize',
-                'jobs.generate', 'jobs.plan_fetch', 'jobs.merge', 'jobs.merge_join',
-                'jobs.invert_links', 'jobs.html_to_xml', 'jobs.index_rows', 'jobs.warc',
-                'jobs.changes', 'jobs.pagerank', 'jobs.dbget', 'jobs.dbstats',
-                'jobs.inverted_index')
+def task_preload():
+    """Modules the fork server imports once, before it forks any task: mrjob and every
+    job module of the ``jobs`` package (and with them the libraries the tasks use)."""
+    import pkgutil
+
+    import jobs
+    return ['mrjob.job'] + ['jobs.' + m.name for m in pkgutil.iter_modules(jobs.__path__)
+                            if not m.ispkg and m.name != 'runners']
+
+
 _context = None
 
 
@@ -71,7 +74,7 @@ def task_context():
     global _context
     if _context is None:
         ctx = multiprocessing.get_context('forkserver')
-        ctx.set_forkserver_preload(list(TASK_PRELOAD))
+        ctx.set_forkserver_preload(task_preload())
         atexit.register(_stop_fork_server)
         _context = ctx
     return _context
@@ -299,20 +302,21 @@ class LocalRunner(_RangeSplits, LocalMRJobRunner):
     def __init__(self, mrjob_cls=None, **kwargs):
         super().__init__(**kwargs)
         self._mrjob_cls = mrjob_cls
+        self._forks = None
 
     def _fork_tasks(self):
-        """Can this job's tasks run in forked children (see the module docstring)?"""
-        cls = self._mrjob_cls
-        if cls is None or cls.__module__ in ('__main__', '__mp_main__'):
-            return False
-        if self._opts['setup'] or self._opts['py_files']:
-            return False       # (mrjob's own bootstrap is moot: the fork server has it)
-        for step_num in range(self._num_steps()):
-            step = self._get_step(step_num)
-            for mrc in ('mapper', 'combiner', 'reducer'):
-                if step.get(mrc) and step[mrc].get('type') != 'script':
-                    return False
-        return True
+        """Can this job's tasks run in forked children (see the module docstring)?
+        Decided once per job."""
+        if self._forks is None:
+            cls = self._mrjob_cls
+            steps = [self._get_step(n) for n in range(self._num_steps())]
+            self._forks = (
+                cls is not None and cls.__module__ not in ('__main__', '__mp_main__')
+                # (mrjob's own bootstrap is moot: the fork server has it)
+                and not self._opts['setup'] and not self._opts['py_files']
+                and all(step[mrc].get('type') == 'script' for step in steps
+                        for mrc in ('mapper', 'combiner', 'reducer') if step.get(mrc)))
+        return self._forks
 
     def _invoke_task_func(self, task_type, step_num, task_num):
         if not self._fork_tasks():

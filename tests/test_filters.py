@@ -49,7 +49,7 @@ def test_normalizer_from_configuration():
 
 def test_normalizer_remembers_results_within_its_bound(monkeypatch):
     """The per-task memory gives normalize()'s answers, None included, asks normalize
-    once per URL, and starts over when full instead of growing."""
+    once per URL, and forgets the least recently used when full instead of growing."""
     calls = []
     real = urls.normalize
 
@@ -64,7 +64,7 @@ def test_normalizer_remembers_results_within_its_bound(monkeypatch):
     assert [norm(u) for u in inputs] == [real(u, sort_query=True, strip_params=STRIP)
                                          for u in inputs]
     assert calls == inputs[:3]
-    norm('http://d.com/'), norm('http://e.com/')    # the 4th distinct URL empties it
+    norm('http://d.com/'), norm('http://e.com/')    # push the first URL out
     norm('http://A.com/p?b=1&a=2')
     assert calls[-1] == 'http://A.com/p?b=1&a=2' and len(calls) == 6
 

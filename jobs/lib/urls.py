@@ -202,30 +202,20 @@ def normalize(url, sort_query=False, strip_params=()):
     return u.href
 
 
-#: URLs whose normal form a :func:`normalizer` remembers (about 300 bytes each); past
-#: it the memory starts over.
+#: URLs whose normal form a :func:`normalizer` remembers (about 300 bytes each; the
+#: least recently used go first).
 NORMALIZER_CACHE_SIZE = 100_000
 
 
 def normalizer(conf):
     """``normalize`` with the query options of a resolved configuration, remembering
-    the last results: a task's pages link the same URLs again and again (navigation,
-    a site's own pages), and one normalisation costs ~10 us of URL parsing."""
+    recent results (``functools.lru_cache``): a task's pages link the same URLs again
+    and again (navigation, a site's own pages), and one normalisation costs ~10 us of
+    URL parsing."""
     parse = conf.get('parse', {})
-    fn = functools.partial(normalize, sort_query=parse.get('sort_query', False),
-                           strip_params=tuple(parse.get('strip_params', ())))
-    cache = {}
-
-    def normalize_cached(url):
-        try:
-            return cache[url]
-        except KeyError:
-            pass
-        if len(cache) >= NORMALIZER_CACHE_SIZE:
-            cache.clear()
-        out = cache[url] = fn(url)
-        return out
-    return normalize_cached
+    return functools.lru_cache(maxsize=NORMALIZER_CACHE_SIZE)(functools.partial(
+        normalize, sort_query=parse.get('sort_query', False),
+        strip_params=tuple(parse.get('strip_params', ()))))
 
 
 def host(url):
