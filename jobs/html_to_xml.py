@@ -9,16 +9,25 @@ Run alone::
 
     python -m jobs.html_to_xml --crawl-conf crawl/conf.json crawl/merged -o /tmp/xml
 """
-from mrjob.protocol import RawProtocol
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, xmlpage
 
 
+class UrlTabXmlProtocol:
+    """``url<TAB>xml``: the URL (str) and the document, UTF-8 bytes as
+    jobs.lib.xmlpage.page_xml_bytes makes it (or a str, encoded here)."""
+
+    @staticmethod
+    def write(key, value):
+        return key.encode('utf-8') + b'\t' + (
+            value if isinstance(value, bytes) else value.encode('utf-8'))
+
+
 class MRHtmlToXml(CrawlJob):
     COUNTER_GROUP = C.XML
-    OUTPUT_PROTOCOL = RawProtocol
+    OUTPUT_PROTOCOL = UrlTabXmlProtocol
 
     def steps(self):
         return [MRStep(mapper=self.mapper_to_xml)]
@@ -32,7 +41,7 @@ class MRHtmlToXml(CrawlJob):
                 yield url, xmlpage.deletion_xml(page)
             else:
                 self.count(C.XML_DOCS)
-                yield url, xmlpage.page_xml(page)
+                yield url, xmlpage.page_xml_bytes(page)
 
 
 if __name__ == '__main__':

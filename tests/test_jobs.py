@@ -198,6 +198,12 @@ def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
         path.write_bytes(data)
         ranges = line_ranges(str(path), len(data), len(data) // 2, _reducer_key)
         assert len(ranges) == 2, (sizes, ranges)
+    # Hadoop's split slop: a file up to 1.1 split sizes is one range (no sliver split,
+    # no copy of the rest), a longer one is cut.
+    data = b''.join(b'line %04d\n' % i for i in range(1000))       # 10,000 bytes
+    path.write_bytes(data)
+    assert line_ranges(str(path), len(data), 9200) == [(0, 10000)]
+    assert line_ranges(str(path), len(data), 9000) == [(0, 9000), (9000, 10000)]
 
 
 def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):

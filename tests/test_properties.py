@@ -267,6 +267,10 @@ def hostile_page(draw):
             'links': draw(st.lists(st.fixed_dictionaries(
                 {'url': t, 'text': st.one_of(st.none(), t), 'rel': st.one_of(st.none(), t)}),
                 max_size=4)),
+            'headings': draw(st.lists(st.fixed_dictionaries(
+                {'text': st.one_of(st.none(), t), 'level': st.integers(1, 6)}), max_size=3)),
+            'anchors': draw(st.lists(st.fixed_dictionaries(
+                {'from': t, 'text': st.one_of(st.none(), t)}), max_size=3)),
             'duplicates': draw(st.lists(t, max_size=3))}
     if draw(st.booleans()):
         page['site'] = draw(t)
@@ -283,8 +287,10 @@ def hostile_page(draw):
           'duplicates': ['\x1b'], 'site': '\ud83d', 'fields_checksum': '&#0;',
           'fields': {'<n>': ['\x00', ']]>'], '\r': None, 'f': 1.5, 'b': True}})
 def test_page_xml_is_one_line_and_round_trips(page):
-    out = xmlpage.page_xml(page)
-    assert '\n' not in out and '\r' not in out            # one line per page, always
+    raw = xmlpage.page_xml_bytes(page)                     # what MRHtmlToXml writes
+    assert b'\n' not in raw and b'\r' not in raw          # one line per page, always
+    out = raw.decode('utf-8')                              # UTF-8, no declaration
+    assert out == xmlpage.page_xml(page)
     root = ET.fromstring(out)                              # one well-formed document
     assert root.tag == 'page'
     c = xmlpage.clean
@@ -307,6 +313,12 @@ def test_page_xml_is_one_line_and_round_trips(page):
         same(el.get('href'), link['url'])
         same(el.text, link['text'] or '')
         assert el.get('rel') == (c(link['rel']) if link['rel'] else None)
+    heads = root.find('headings').findall('h')
+    assert [(h.get('level'), h.text or '') for h in heads] == [
+        (str(h['level']), c(h['text'] or '')) for h in page.get('headings', ())]
+    anchors = root.find('anchors').findall('anchor')
+    assert [(a.get('from'), a.text or '') for a in anchors] == [
+        (c(a['from']), c(a['text'] or '')) for a in page.get('anchors', ())]
     assert [u.text or '' for u in root.find('duplicates')] == [c(u) for u in
                                                                 page['duplicates']]
     if 'fields' in page:

@@ -23,17 +23,25 @@ def clean(text):
     return _INVALID_XML_RE.sub('', str(text))
 
 
+_SubElement = etree.SubElement
+
+
 def _sub(parent, tag, text=None, **attrs):
-    el = etree.SubElement(parent, tag)
-    for k, v in attrs.items():
-        if v is not None:
-            v = v if isinstance(v, str) else str(v)
-            try:
-                el.set(k, v)
-            except ValueError:      # a character XML cannot hold
-                el.set(k, clean(v))
-    if text is not None and text != '':     # '' stays an empty element, <x/>
-        text = text if isinstance(text, str) else str(text)
+    """A child element: attributes whose value is None are left out, values that are
+    not strings are converted, '' text stays an empty element (``<x/>``)."""
+    return _el(parent, tag, _text(text), {k: v if isinstance(v, str) else str(v)
+                                          for k, v in attrs.items() if v is not None})
+
+
+def _el(parent, tag, text=None, attrib=None):
+    """:func:`_sub` without the conversions: *attrib* holds strings only, *text* is a
+    string or None. Most elements of a page are made here (links, anchors): one lxml
+    call each, and the characters XML cannot hold removed only when lxml refuses one."""
+    try:
+        el = _SubElement(parent, tag, attrib) if attrib else _SubElement(parent, tag)
+    except ValueError:      # a character XML cannot hold
+        el = _SubElement(parent, tag, {k: clean(v) for k, v in attrib.items()})
+    if text:
         try:
             el.text = text
         except ValueError:
@@ -41,36 +49,49 @@ def _sub(parent, tag, text=None, **attrs):
     return el
 
 
+def _text(value):
+    return value if isinstance(value, str) else '' if value is None else str(value)
+
+
 def page_xml(page):
     """A ``merged`` record as one line of XML (str, no XML declaration)."""
+    return page_xml_bytes(page).decode('utf-8')
+
+
+def page_xml_bytes(page):
+    """A ``merged`` record as one line of XML: UTF-8 bytes, no XML declaration, no
+    line break (those in text are character references). What MRHtmlToXml writes:
+    serialising to bytes skips a decode and an encode of the page (~45 KB of text)."""
     root = etree.Element('page', version=SCHEMA_VERSION)
-    _sub(root, 'url', page['url'])
+    _el(root, 'url', _text(page['url']))
     fetch = _sub(root, 'fetch', status=page.get('status'),
                  http_status=str(page.get('http_status') or ''),
                  time=page.get('fetch_time'), depth=str(page.get('depth', 0)),
                  layer=str(page.get('layer', 0)))
-    _sub(fetch, 'content_type', page.get('content_type') or '')
-    _sub(fetch, 'encoding', page.get('encoding') or '')
-    _sub(fetch, 'length', str(page.get('length') or 0))
-    _sub(fetch, 'digest', page.get('digest') or '')
+    _el(fetch, 'content_type', _text(page.get('content_type')))
+    _el(fetch, 'encoding', _text(page.get('encoding')))
+    _el(fetch, 'length', str(page.get('length') or 0))
+    _el(fetch, 'digest', _text(page.get('digest')))
     if page.get('simhash'):
-        _sub(fetch, 'simhash', page['simhash'])
-    _sub(root, 'language', page.get('language') or '')
-    _sub(root, 'title', page.get('title') or '')
-    _sub(root, 'description', page.get('description') or '')
-    headings = _sub(root, 'headings')
+        _el(fetch, 'simhash', _text(page['simhash']))
+    _el(root, 'language', _text(page.get('language')))
+    _el(root, 'title', _text(page.get('title')))
+    _el(root, 'description', _text(page.get('description')))
+    headings = _el(root, 'headings')
     for h in page.get('headings') or ():
-        _sub(headings, 'h', h['text'], level=str(h['level']))
-    _sub(root, 'text', page.get('text') or '')
-    _sub(root, 'main_text', page.get('main_text') or '')
-    links = _sub(root, 'links')
+        _el(headings, 'h', _text(h['text']), {'level': str(h['level'])})
+    _el(root, 'text', _text(page.get('text')))
+    _el(root, 'main_text', _text(page.get('main_text')))
+    links = _el(root, 'links')
     for link in page.get('links') or ():
-        _sub(links, 'link', link.get('text') or '', href=link['url'],
-             rel=link.get('rel') or None)
-    anchors = _sub(root, 'anchors')
+        rel = link.get('rel')
+        _el(links, 'link', _text(link.get('text') or ''),
+            {'href': _text(link['url']), 'rel': _text(rel)} if rel
+            else {'href': _text(link['url'])})
+    anchors = _el(root, 'anchors')
     for a in page.get('anchors') or ():
-        _sub(anchors, 'anchor', a.get('text') or '', **{'from': a['from']})
-    dups = _sub(root, 'duplicates')
+        _el(anchors, 'anchor', _text(a.get('text') or ''), {'from': _text(a['from'])})
+    dups = _el(root, 'duplicates')
     near = set(page.get('near_duplicates') or ())
     canonical = set(page.get('canonical_duplicates') or ())
     for url in page.get('duplicates') or ():
@@ -80,8 +101,8 @@ def page_xml(page):
         _fields_xml(root, page)
     if page.get('resources'):
         _resources_xml(root, page['resources'])
-    out = etree.tostring(root, encoding='unicode')
-    return out.replace('\r', '&#13;').replace('\n', '&#10;')
+    out = etree.tostring(root, encoding='UTF-8', xml_declaration=False)
+    return out.replace(b'\r', b'&#13;').replace(b'\n', b'&#10;')
 
 
 def _field_type(value):
