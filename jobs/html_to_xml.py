@@ -9,25 +9,16 @@ Run alone::
 
     python -m jobs.html_to_xml --crawl-conf crawl/conf.json crawl/merged -o /tmp/xml
 """
+from mrjob.protocol import BytesProtocol
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, xmlpage
 
 
-class UrlTabXmlProtocol:
-    """``url<TAB>xml``: the URL (str) and the document, UTF-8 bytes as
-    jobs.lib.xmlpage.page_xml_bytes makes it (or a str, encoded here)."""
-
-    @staticmethod
-    def write(key, value):
-        return key.encode('utf-8') + b'\t' + (
-            value if isinstance(value, bytes) else value.encode('utf-8'))
-
-
 class MRHtmlToXml(CrawlJob):
     COUNTER_GROUP = C.XML
-    OUTPUT_PROTOCOL = UrlTabXmlProtocol
+    OUTPUT_PROTOCOL = BytesProtocol      # url<TAB>xml, both UTF-8 bytes
 
     def steps(self):
         return [MRStep(mapper=self.mapper_to_xml)]
@@ -35,10 +26,10 @@ class MRHtmlToXml(CrawlJob):
     def mapper_to_xml(self, _, line):
         """merged line -> (url, one-line XML)."""
         for page in self.records(line, 'merged', 'deletion'):
-            url = xmlpage.clean(page['url']).replace('\t', '%09')
+            url = xmlpage.clean(page['url']).replace('\t', '%09').encode('utf-8')
             if page['kind'] == 'deletion':    # from a re-crawl: the page is gone
                 self.count(C.XML_DELETIONS)
-                yield url, xmlpage.deletion_xml(page)
+                yield url, xmlpage.deletion_xml(page).encode('utf-8')
             else:
                 self.count(C.XML_DOCS)
                 yield url, xmlpage.page_xml_bytes(page)
