@@ -73,6 +73,16 @@ def test_index_has_one_row_per_url_and_layer_with_duplicates_joined(crawled):
     assert sorted((h['layer'], h['urls']) for h in hosts) == [(0, 1), (1, 10)]
 
 
+def test_index_runs_between_the_merge_jobs(crawled):
+    """The index reads every layer's out/ right after MRMerge did, before MRMergeJoin
+    and xml write merged/ and xml/ (on a crawl larger than the page cache, after them
+    it read out/ from disk again). Each step's counters are saved as it ends."""
+    _, out = crawled
+    ended = {name: os.stat(os.path.join(out, 'steps', name + '.json')).st_mtime_ns
+             for name in ('merge', 'indexrows', 'index', 'mergejoin', 'xml')}
+    assert sorted(ended, key=ended.get) == ['merge', 'indexrows', 'index', 'mergejoin', 'xml']
+
+
 def index_rows_from(out, folds, tmp_path):
     """MRIndexRows over OUT's out/* and the fold records of OUT/*folds* (merge_map or
     merged): its index_row records, sorted by (layer, url)."""
