@@ -373,34 +373,36 @@ class Crawl:
         self.progress('merge: %d layer(s)' % len(outs))
         from jobs.invert_links import MRInvertLinks
         self.run_step('invertlinks', MRInvertLinks, outs, self.path('anchors'))
-        merge, index = self.merge(outs)
+        group = self.merge_group(outs)
+        # Columnar index (Parquet): out/* + merge_map/ -> index/, hosts/ (drivers/index.py),
+        # here because it reads every layer's out/ as MRMerge just did: on a crawl larger
+        # than the page cache, run after merged/ and xml/ were written it read out/ from
+        # disk again (cpu10x: 8.8 GB, 14.3 s cold against 8.2 s cached).
+        from drivers.index import build_index
+        index = build_index(self, outs)
+        merge = self.merge_join(outs, group)
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
         return self.finish(layers_done, merge=merge, xml=xml, index=index)
 
-    def merge(self, outs):
-        """MRMerge, the columnar index, then MRMergeJoin. Returns one step dict for the
-        report's merge (both merge jobs' counters, groups merge and merge_join, and their
-        seconds) and the index's (drivers/index.py).
-
-        Two merge jobs, so that mrjob drops the first one's intermediate files before the
-        second shuffles whole pages. The index (out/* + merge_map/ -> index/, hosts/)
-        runs between them because it reads every layer's out/ as MRMerge just did: on a
-        crawl larger than the page cache, run after merged/ and xml/ were written it
-        read out/ from disk again (cpu10x: 8.8 GB, 14.3 s cold against 8.2 s cached)."""
+    def merge_group(self, outs):
+        """MRMerge: out/* + anchors/ -> merge_map/ (its step dict). The merge is two jobs,
+        so that mrjob drops this one's intermediate files before MRMergeJoin shuffles
+        whole pages."""
         from jobs.merge import MRMerge
+        if self.fs.exists(self.path('merged')) and not self.fs.exists(self.path('merge_map')):
+            return self.report.load_step('merge')   # merged/ by a one-job merge
+        return self.run_step('merge', MRMerge, outs + [self.path('anchors')],
+                             self.path('merge_map'))
+
+    def merge_join(self, outs, group):
+        """MRMergeJoin: merge_map/ + out/* -> merged/; one step dict for the report's
+        merge: both jobs' counters (groups merge, merge_join), their seconds."""
         from jobs.merge_join import MRMergeJoin
-        from drivers.index import build_index
-        merge_map, merged = self.path('merge_map'), self.path('merged')
-        if self.fs.exists(merged) and not self.fs.exists(merge_map):
-            group = self.report.load_step('merge')   # merged/ by a one-job merge
-        else:
-            group = self.run_step('merge', MRMerge, outs + [self.path('anchors')], merge_map)
-        index = build_index(self, outs)
-        join = self.run_step('mergejoin', MRMergeJoin, [merge_map] + outs, merged)
+        join = self.run_step('mergejoin', MRMergeJoin, [self.path('merge_map')] + outs,
+                             self.path('merged'))
         counters = dict(group['counters'])
         counters.update(join['counters'])
-        return ({'counters': counters,
-                 'seconds': round(group['seconds'] + join['seconds'], 3)}, index)
+        return {'counters': counters, 'seconds': round(group['seconds'] + join['seconds'], 3)}
 
     # -- WARC -----------------------------------------------------------------------
 
