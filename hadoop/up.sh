@@ -178,7 +178,7 @@ cat >"$CONF/log4j.properties" <<'EOF'
 # Root level comes from -Dhadoop.root.logger set by bin/hadoop:
 #   WARN,console for `hadoop fs`/`version` (mrjob needs a clean 1-line stderr),
 #   INFO,console for `hadoop jar` (mrjob parses job id, progress and counters),
-#   INFO,console for daemons (up.sh redirects it into logs/<daemon>.log).
+#   INFO,daemon for daemons (up.sh redirects it into logs/<daemon>.log).
 hadoop.root.logger=INFO,console
 hadoop.log.dir=.
 hadoop.log.file=hadoop.log
@@ -188,6 +188,13 @@ log4j.appender.console=org.apache.log4j.ConsoleAppender
 log4j.appender.console.target=System.err
 log4j.appender.console.layout=org.apache.log4j.PatternLayout
 log4j.appender.console.layout.ConversionPattern=%d{yy/MM/dd HH:mm:ss} %p %c{2}: %m%n
+# Daemons log to stderr too (up.sh redirects it), with milliseconds: bench/yarn_anatomy.py
+# times container localisation and starts from the NodeManager's lines. (Clients keep
+# the pattern above: mrjob parses `hadoop jar` output in that format.)
+log4j.appender.daemon=org.apache.log4j.ConsoleAppender
+log4j.appender.daemon.target=System.err
+log4j.appender.daemon.layout=org.apache.log4j.PatternLayout
+log4j.appender.daemon.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 # "Unable to load native-hadoop library" etc.
 log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 log4j.logger.org.apache.hadoop.hdfs.shortcircuit.DomainSocketFactory=ERROR
