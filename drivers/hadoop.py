@@ -9,6 +9,10 @@ intends (its ``py_files``, ``archives`` and ``setup`` options):
   as an archive that YARN unpacks into each task's working folder as ``deps/``.
 
 The archive is rebuilt only when the pinned versions change (a stamp file records them).
+
+:class:`HadoopRunner` is mrjob's hadoop runner with its HDFS calls made over WebHDFS (one
+HTTP request each, drivers/hdfs.py) instead of a ``hadoop fs`` JVM each, and ``hadoop
+version`` asked once per driver process.
 Where Hadoop and the task Python live comes from the environment that
 ``hadoop/env.sh`` sets (or mrjob.conf on an existing cluster):
 
@@ -22,6 +26,11 @@ import subprocess
 import zipfile
 from importlib import metadata
 
+from mrjob.fs.composite import CompositeFilesystem
+from mrjob.fs.hadoop import HadoopFilesystem
+from mrjob.fs.local import LocalFilesystem
+from mrjob.hadoop import HadoopJobRunner
+
 #: Distributions the tasks import (their own dependencies come along through pip).
 TASK_DISTRIBUTIONS = ('requests', 'ada-url', 'protego', 'selectolax', 'charset-normalizer',
                       'webencodings', 'orjson', 'publicsuffixlist', 'resiliparse', 'trafilatura',
@@ -31,6 +40,30 @@ TASK_DISTRIBUTIONS = ('requests', 'ada-url', 'protego', 'selectolax', 'charset-n
                       'warcio', 'hdfs')
 
 JOBS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'jobs')
+
+#: ``hadoop version`` per hadoop command, asked once per driver process (a JVM each).
+_VERSIONS = {}
+
+
+class HadoopRunner(HadoopJobRunner):
+    """mrjob's hadoop runner, its ``hdfs://`` calls over WebHDFS (``hadoop fs`` stays
+    behind it for anything WebHDFS cannot do)."""
+
+    @property
+    def fs(self):
+        if self._fs is None:
+            from drivers.hdfs import MrjobWebHDFS
+            self._fs = CompositeFilesystem()
+            self._fs.add_fs('webhdfs', MrjobWebHDFS())
+            self._fs.add_fs('hadoop', HadoopFilesystem(self._opts['hadoop_bin'] or None))
+            self._fs.add_fs('local', LocalFilesystem())
+        return self._fs
+
+    def get_hadoop_version(self):
+        key = tuple(self.get_hadoop_bin())
+        if key not in _VERSIONS:
+            _VERSIONS[key] = super().get_hadoop_version()
+        return _VERSIONS[key]
 
 
 def build_dir():

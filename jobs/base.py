@@ -79,6 +79,9 @@ class CrawlJob(MRJob):
             from jobs import runners
             return runners.LocalRunner if self.options.runner == 'local' \
                 else runners.InlineRunner
+        if self.options.runner == 'hadoop':
+            from drivers.hadoop import HadoopRunner   # HDFS calls over WebHDFS
+            return HadoopRunner
         return super()._runner_class()
 
     def _runner_kwargs(self):
