@@ -100,7 +100,7 @@ class Crawl:
         self.runner_args = list(runner_args)
         if runner == 'hadoop':
             from drivers import hadoop
-            self.runner_args = hadoop.runner_args() + TASK_ENV_ARGS + self.runner_args
+            self.runner_args = hadoop.runner_args(conf) + TASK_ENV_ARGS + self.runner_args
         elif runner == 'local':
             self.runner_args = local_runner_args() + self.runner_args
         self.fs = fslib.for_path(self.out)

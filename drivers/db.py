@@ -22,10 +22,11 @@ def newest_crawldb(out):
     return fs.join(out, 'crawldb', max(versions))
 
 
-def _run(job_cls, args, runner):
+def _run(job_cls, args, runner, out):
     if runner == 'hadoop':
         from drivers import hadoop
-        args = hadoop.runner_args() + args
+        fs = fslib.for_path(out)
+        args = hadoop.runner_args(json.loads(fs.read_text(fs.join(out, 'conf.json')))) + args
     job = job_cls(['-r', runner] + args)
     with job.make_runner() as r:
         r.run()
@@ -37,7 +38,7 @@ def stats(out, runner='inline', top_hosts=20):
     from jobs.dbstats import MRDbStats
     path = newest_crawldb(out)
     result = {'crawldb': path, 'status': {}, 'depth': {}, 'host': {}}
-    for rec in _run(MRDbStats, [path], runner):
+    for rec in _run(MRDbStats, [path], runner, out):
         result[rec['dim']][str(rec['value'])] = rec['urls']
     result['urls'] = sum(result['status'].values())
     hosts = sorted(result['host'].items(), key=lambda kv: (-kv[1], kv[0]))
@@ -65,7 +66,7 @@ def get(out, url_list, runner='inline'):
     args = []
     for url in url_list:
         args += ['--url', url]
-    return _run(MRDbGet, args + [newest_crawldb(out)], runner)
+    return _run(MRDbGet, args + [newest_crawldb(out)], runner, out)
 
 
 def format_records(records):

