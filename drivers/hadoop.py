@@ -76,6 +76,36 @@ class HadoopRunner(HadoopJobRunner):
             _VERSIONS[key] = super().get_hadoop_version()
         return _VERSIONS[key]
 
+    #: Input format of a small job's first step: all its input files in one split (one
+    #: map task) instead of at least one map per file; the key (a byte offset) is dropped
+    #: as TextInputFormat's is, so the mapper sees the same lines.
+    COMBINE_FORMAT = 'org.apache.hadoop.mapred.lib.CombineTextInputFormat'
+
+    def _small_job(self):
+        """Will Hadoop run this job in uber mode (jobs/base.py CrawlJob.jobconf asked for
+        it, and its input is within the limit)? Then one map task is enough: in uber
+        mode the maps run one after another, each a Python process started again."""
+        if not hasattr(self, '_small'):
+            jc = self._opts['jobconf']
+            self._small = False
+            if jc.get('mapreduce.job.ubertask.enable') == 'true' and \
+                    not self._hadoop_input_format:
+                limit = int(jc.get('mapreduce.job.ubertask.maxbytes', 0))
+                self._small = sum(self.fs.du(p) for p in self._input_paths) <= limit
+        return self._small
+
+    def _jobconf_for_step(self, step_num):
+        jobconf = super()._jobconf_for_step(step_num)
+        if step_num == 0 and self._small_job():
+            jobconf.setdefault('stream.map.input.ignoreKey', 'true')
+        return jobconf
+
+    def _hadoop_args_for_step(self, step_num):
+        args = super()._hadoop_args_for_step(step_num)
+        if step_num == 0 and self._small_job():
+            args += ['-inputformat', self.COMBINE_FORMAT]
+        return args
+
 
 def build_dir():
     base = os.environ.get('XDG_CACHE_HOME') or os.path.join(os.path.expanduser('~'), '.cache')
@@ -168,7 +198,7 @@ def ship(local, where, stem):
 
 def runner_args(conf):
     """mrjob switches for ``-r hadoop``: binaries from the environment, code and deps
-    shipped once per content hash."""
+    shipped once per content hash, per-job settings in jobs/base.py (CrawlJob.jobconf)."""
     env = os.environ
     args = []
     if env.get('MRCRAWL_HADOOP_BIN'):

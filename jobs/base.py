@@ -84,6 +84,28 @@ class CrawlJob(MRJob):
             return HadoopRunner
         return super()._runner_class()
 
+    def jobconf(self):
+        """Per-job Hadoop settings that a stock cluster would otherwise choose (the
+        command line's --jobconf still wins):
+
+        - speculative execution off: a speculative fetch reducer fetches its hosts a
+          second time (twice the load on them, and politeness broken), a speculative
+          WARC mapper writes its files twice; the other jobs are short, and a duplicate
+          attempt only takes a container another job could use;
+        - uber mode for jobs whose input is at most hadoop.uber_max_bytes: Hadoop then
+          runs them inside the ApplicationMaster when they also have at most one
+          reducer, saving a container start per task.
+        """
+        mine = {'mapreduce.map.speculative': 'false',
+                'mapreduce.reduce.speculative': 'false'}
+        if self.options.runner == 'hadoop' and self.options.crawl_conf:
+            limit = self.conf['hadoop']['uber_max_bytes']
+            mine['mapreduce.job.ubertask.enable'] = 'true' if limit > 0 else 'false'
+            if limit > 0:
+                mine['mapreduce.job.ubertask.maxbytes'] = str(limit)
+        mine.update(super().jobconf())
+        return mine
+
     def _runner_kwargs(self):
         """mrjob hands the job's class to the inline runner only; the local runner forks
         its tasks from it too (jobs.runners.LocalRunner)."""
