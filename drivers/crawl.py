@@ -50,14 +50,12 @@ def local_runner_args():
 
     - ``--no-bootstrap-mrjob``: the local runner's tasks run this interpreter, which has
       mrjob installed; zipping mrjob for every job and importing it from the zip in every
-      task cost ~0.15 s a job and a third of a CPU-bound crawl's time (bench/results:
-      cpu1x 334 s with the zip, 151 s without).
+      task cost a third of a CPU-bound crawl's time (bench/README.md).
     - ``--sort-bin`` with ``-S 64M``: the shuffle's sort (GNU sort, on the reducer key
-      alone, stable, as mrjob's default) with a bounded buffer; unbounded, GNU sort took
-      864 MB to sort a 100x crawl database update (bench/crawldb_update.py). With
-      ``--batch-size=256`` it merges up to 256 sorted runs of 64 MB (16 GB of input) in
-      one pass where its default of 16 took several: the 3.6 GB merge join input of the
-      cpu4x benchmark sorted in 9.2 s instead of 26.0 s, in the same 67 MB.
+      alone, stable, as mrjob's default) with a bounded buffer (unbounded, GNU sort's
+      grows with the input: bench/crawldb_update.py). With ``--batch-size=256`` it merges
+      up to 256 sorted runs of 64 MB (16 GB of input) in one pass where its default of
+      16 took several.
     """
     return ['--no-bootstrap-mrjob', '--sort-bin',
             "sort -t '\t' -k 1,1 -s -S 64M --batch-size=256"] + TASK_ENV_ARGS
@@ -203,8 +201,7 @@ class Crawl:
         runner_args = self.runner_args if runner_name == self.runner else self.user_args
         if runner_name == 'inline' and '--num-cores' not in runner_args:
             # The inline runner runs its tasks one after another: splitting for 2 cores
-            # only adds tasks, each setting its job up again (xml of 1,220 pages: 1.58 s
-            # in 4 + 4 tasks, 1.11 s with one core's splits).
+            # only adds tasks, each setting its job up again.
             runner_args = ['--num-cores', '1'] + runner_args
         args = ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
                 self.fs.local_path(tmp) if self.runner != 'hadoop' else tmp,
@@ -262,9 +259,8 @@ class Crawl:
         reducer at once (hosts <= fetch.threads), so the layer takes the same politeness
         time as with several reducers, and one core keeps up with what the hosts' threads
         fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
-        task processes' start (~1.5 s: interpreters, imports, sort) and loses nothing.
-        runner.uber_max_bytes = 0 turns it off too. A layer whose fetch plan exists (a
-        resumed crawl) keeps its reducers."""
+        task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
+        too. A layer whose fetch plan exists (a resumed crawl) keeps its reducers."""
         limit = self.conf.get('runner', {}).get('inline_fetch_max_urls', 0)
         uber = self.conf.get('runner', {}).get('uber_max_bytes', 0)
         return (self.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
@@ -274,9 +270,12 @@ class Crawl:
 
     def runner_for(self, job_cls, inputs):
         """The runner for one step: ``inline`` for a small job of a local-runner crawl
-        (runner.uber_max_bytes, Hadoop's uber mode), else the crawl's runner."""
-        limit = self.conf.get('runner', {}).get('uber_max_bytes', 0)
-        if self.runner != 'local' or limit <= 0 or job_cls.__name__ in self.NEVER_INLINE:
+        (runner.uber_max_bytes) or of a Hadoop crawl (hadoop.local_max_bytes: the job
+        then reads and writes HDFS from the driver, drivers/hadoop.py), else the crawl's
+        runner."""
+        limit = {'local': self.conf['runner']['uber_max_bytes'],
+                 'hadoop': self.conf['hadoop']['local_max_bytes']}.get(self.runner, 0)
+        if limit <= 0 or job_cls.__name__ in self.NEVER_INLINE:
             return self.runner
         total = 0
         for path in inputs:
@@ -298,8 +297,7 @@ class Crawl:
         from jobs.plan_fetch import MRPlanFetch
 
         self.prepare()
-        # report.html's plotting library loads (~0.8 s) while the first layer waits on
-        # the network instead of after the last job.
+        # report.html's plotting library loads while the first layer waits on the network.
         threading.Thread(target=_preload_report_libraries, daemon=True).start()
         inject = self.inject(seeds_path)
         urls_in = inject['counters']['inject']['seeds_total']
@@ -376,8 +374,7 @@ class Crawl:
         group = self.merge_group(outs)
         # Columnar index (Parquet): out/* + merge_map/ -> index/, hosts/ (drivers/index.py),
         # here because it reads every layer's out/ as MRMerge just did: on a crawl larger
-        # than the page cache, run after merged/ and xml/ were written it read out/ from
-        # disk again (cpu10x: 8.8 GB, 14.3 s cold against 8.2 s cached).
+        # than the page cache, run after merged/ and xml/ it read out/ from disk again.
         from drivers.index import build_index
         index = build_index(self, outs)
         merge = self.merge_join(outs, group)

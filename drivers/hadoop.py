@@ -40,6 +40,8 @@ from mrjob.fs.hadoop import HadoopFilesystem
 from mrjob.fs.local import LocalFilesystem
 from mrjob.hadoop import HadoopJobRunner
 
+from jobs.runners import InlineRunner
+
 #: Distributions the tasks import (their own dependencies come along through pip).
 #: mrjob is one: shipped here once, instead of zipped and uploaded by mrjob for every job
 #: (``--no-bootstrap-mrjob``) and imported from that zip in every task.
@@ -213,4 +215,40 @@ def runner_args(conf):
              '--archives', ship(deps_archive(where, task_python), dest, 'mrcrawl-deps') + '#deps',
              '--setup', 'export PYTHONPATH=$PYTHONPATH:$PWD/deps']
     return args
+
+
+class StagedInlineRunner(InlineRunner):
+    """``-r inline`` for a small job of a Hadoop crawl (hadoop.local_max_bytes), run in
+    the driver's process: its hdfs:// inputs are copied to the job's local temporary
+    folder first (part files only, as Hadoop reads them), and its output files to its
+    hdfs:// output folder after (over WebHDFS). mrjob's clean-up removes the copies."""
+
+    def _run(self):
+        from drivers.hdfs import MrjobWebHDFS
+        fs = MrjobWebHDFS()
+        stage = os.path.join(self._get_local_tmp_dir(), 'stage')
+        local = []
+        for i, uri in enumerate(self._input_paths):
+            if not fs.can_handle_path(uri):
+                local.append(uri)
+                continue
+            dest = os.path.join(stage, 'in-%d' % i)
+            os.makedirs(dest)
+            for part in fs.ls(uri):
+                name = posixpath.basename(part)
+                if not name.startswith(('_', '.')):
+                    fs.fs.client.download(fs._split(part)[1], os.path.join(dest, name))
+            local.append(dest)
+        self._input_paths = local
+        hdfs_out = self._output_dir if fs.can_handle_path(self._output_dir or '') else None
+        if hdfs_out:
+            self._output_dir = os.path.join(stage, 'out')
+        super()._run()
+        if hdfs_out:
+            fs.mkdir(hdfs_out)
+            for name in sorted(os.listdir(self._output_dir)):
+                if not name.startswith(('_', '.')):
+                    fs.fs.client.upload(fs._split(fs.join(hdfs_out, name))[1],
+                                        os.path.join(self._output_dir, name))
+            self._output_dir = hdfs_out
 

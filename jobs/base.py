@@ -75,6 +75,10 @@ class CrawlJob(MRJob):
         """``-r local`` runs jobs.runners.LocalRunner (no in-memory sort fallback,
         splits by byte ranges), ``-r inline`` its InlineRunner (input files read where
         they are). Imported here, in the driver: tasks never load the runners."""
+        if self.options.runner == 'inline' and any(
+                p.startswith('hdfs://') for p in self.options.args + [self.options.output_dir or '']):
+            from drivers.hadoop import StagedInlineRunner  # a small job of a Hadoop crawl
+            return StagedInlineRunner
         if self.options.runner in ('local', 'inline'):
             from jobs import runners
             return runners.LocalRunner if self.options.runner == 'local' \
