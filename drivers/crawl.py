@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 
-from drivers import fs as fslib
+from drivers import fs as fslib, hadoop
 from drivers.report import Report
 from drivers.seeds import read_seeds
 from jobs.lib import counters as C, urls
@@ -97,7 +97,6 @@ class Crawl:
         self.user_args = list(runner_args)
         self.runner_args = list(runner_args)
         if runner == 'hadoop':
-            from drivers import hadoop
             self.runner_args = hadoop.runner_args(conf) + TASK_ENV_ARGS + self.runner_args
         elif runner == 'local':
             self.runner_args = local_runner_args() + self.runner_args
@@ -260,7 +259,8 @@ class Crawl:
         time as with several reducers, and one core keeps up with what the hosts' threads
         fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
         task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
-        too. A layer whose fetch plan exists (a resumed crawl) keeps its reducers."""
+        too. A layer whose fetch plan exists (a resumed crawl) keeps its reducers. (On
+        Hadoop: drivers/hadoop.py one_fetch_reducer.)"""
         limit = self.conf.get('runner', {}).get('inline_fetch_max_urls', 0)
         uber = self.conf.get('runner', {}).get('uber_max_bytes', 0)
         return (self.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
@@ -338,6 +338,9 @@ class Crawl:
                     self.wait_between_fetches()
                     if self.fetch_inline(urls_in, hosts_in, L):
                         runner, args = 'inline', args + ['--bins', '1']
+                    elif self.runner == 'hadoop' and not self._plan_args(L) and \
+                            hadoop.one_fetch_reducer(self.conf, urls_in, hosts_in, self):
+                        args = args + ['--bins', '1']        # uber mode, one container
                     else:
                         args = args + self._plan_args(L)
                 name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))

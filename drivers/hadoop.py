@@ -252,3 +252,22 @@ class StagedInlineRunner(InlineRunner):
                                         os.path.join(self._output_dir, name))
             self._output_dir = hdfs_out
 
+
+#: Seconds a YARN fetch job with its own map and reduce containers took over the same job
+#: in uber mode (its tasks inside the ApplicationMaster), on the single-node cluster
+#: (bench/yarn_anatomy.py, bench/README.md): what a second reducer must win back.
+CONTAINERS_SECONDS = 6.0
+
+
+def one_fetch_reducer(conf, urls, hosts, crawl):
+    """Fetch a layer of *urls* URLs on *hosts* hosts with one reducer (so that Hadoop
+    runs the job in uber mode) rather than fetch.reducers? When every host gets a
+    thread of that reducer at once (hosts <= fetch.threads, so politeness time is the
+    same), and the CPU a second reducer would take off the first (half the layer's, at
+    crawl.FETCH_CPU_PER_PAGE a page) is less than its containers cost, or one core keeps
+    up with the hosts anyway (hosts x FETCH_CPU_PER_PAGE <= politeness.delay)."""
+    if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2 \
+            or conf['hadoop']['uber_max_bytes'] <= 0:
+        return False
+    cpu = crawl.FETCH_CPU_PER_PAGE
+    return urls * cpu / 2 <= CONTAINERS_SECONDS or hosts * cpu <= conf['politeness']['delay']
