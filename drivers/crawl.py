@@ -340,7 +340,7 @@ class Crawl:
                         runner, args = 'inline', args + ['--bins', '1']
                     elif self.runner == 'hadoop' and not self._plan_args(L) and \
                             hadoop.one_fetch_reducer(self.conf, urls_in, hosts_in, self):
-                        args = args + ['--bins', '1']        # uber mode, one container
+                        args = args + ['--bins', '1']        # one reduce container
                     else:
                         args = args + self._plan_args(L)
                 name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))

@@ -253,21 +253,20 @@ class StagedInlineRunner(InlineRunner):
             self._output_dir = hdfs_out
 
 
-#: Seconds a YARN fetch job with its own map and reduce containers took over the same job
-#: in uber mode (its tasks inside the ApplicationMaster), on the single-node cluster
-#: (bench/yarn_anatomy.py, bench/README.md): what a second reducer must win back.
-CONTAINERS_SECONDS = 6.0
+#: Seconds one more task container costs a short YARN job on the single-node cluster
+#: (JVM start, localisation, Python start: bench/yarn_anatomy.py, bench/README.md):
+#: what a second fetch reducer must win back.
+CONTAINER_SECONDS = 4.0
 
 
 def one_fetch_reducer(conf, urls, hosts, crawl):
-    """Fetch a layer of *urls* URLs on *hosts* hosts with one reducer (so that Hadoop
-    runs the job in uber mode) rather than fetch.reducers? When every host gets a
-    thread of that reducer at once (hosts <= fetch.threads, so politeness time is the
-    same), and the CPU a second reducer would take off the first (half the layer's, at
-    crawl.FETCH_CPU_PER_PAGE a page) is less than its containers cost, or one core keeps
-    up with the hosts anyway (hosts x FETCH_CPU_PER_PAGE <= politeness.delay)."""
-    if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2 \
-            or conf['hadoop']['uber_max_bytes'] <= 0:
+    """Fetch a layer of *urls* URLs on *hosts* hosts with one reducer rather than
+    fetch.reducers? When every host gets a thread of that reducer at once (hosts <=
+    fetch.threads, so politeness time is the same), and either one core keeps up with
+    the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) or the CPU a second
+    reducer would take off the first (half the layer's, at crawl.FETCH_CPU_PER_PAGE a
+    page) is less than its container costs."""
+    if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2:
         return False
     cpu = crawl.FETCH_CPU_PER_PAGE
-    return urls * cpu / 2 <= CONTAINERS_SECONDS or hosts * cpu <= conf['politeness']['delay']
+    return urls * cpu / 2 <= CONTAINER_SECONDS or hosts * cpu <= conf['politeness']['delay']
