@@ -42,7 +42,7 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, fetcher, parsepage, plan, records as R
+from jobs.lib import counters as C, fetcher, plan, records as R
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
@@ -139,6 +139,9 @@ class MRFetch(CrawlJob):
         self.stats = {}
         self.parser = None
         if self.conf['fetch'].get('parse', True):
+            # Imported here: the map tasks only key URLs by host, and the parser's stack
+            # (lxml, selectolax, numpy, the language model) is most of a task's imports.
+            from jobs.lib import parsepage
             # With WARC on, pages keep what MRWarc reads from out/.
             keep = parsepage.WARC_FIELDS if self.conf.get('warc', {}).get('enabled') else ()
             self.parser = parsepage.PageParser(self.conf, self._count_parse, keep)
