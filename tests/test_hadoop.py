@@ -4,6 +4,7 @@ Needs the cluster that ``make hadoop-up`` starts (``make test`` starts and stops
 environment of ``hadoop/env.sh``. If the cluster is not there the test fails, loudly: a
 crawler whose Hadoop path is untested is not done.
 """
+import glob
 import io
 import json
 import os
@@ -21,7 +22,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from drivers.fixture_site import FixtureSite
-from drivers.hdfs import WebHDFS
+from drivers.hdfs import WebHDFS, webhdfs_address
 from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
 
 pytestmark = pytest.mark.hadoop
@@ -32,10 +33,10 @@ DEPTH = 2
 SETTINGS = TEST_SETTINGS + ['politeness.delay=0.5', 'warc.enabled=true']
 
 
-def mrcrawl_crawl(seeds, out, runner):
+def mrcrawl_crawl(seeds, out, runner, extra=()):
     args = [sys.executable, '-m', 'drivers.cli', 'crawl', '--seeds', str(seeds), '--depth',
             str(DEPTH), '--out', out, '-r', runner]
-    for s in SETTINGS:
+    for s in SETTINGS + list(extra):
         args += ['--set', s]
     res = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1500)
     assert res.returncode == 0, 'crawl -r %s failed:\n%s\n%s' % (runner, res.stdout[-3000:],
@@ -107,6 +108,7 @@ def history_jobs(since_ms):
     base = 'http://%s/ws/v1/history/mapreduce/jobs' % addr
     with urllib.request.urlopen(base, timeout=30) as r:
         jobs = json.load(r)['jobs']['job'] or []
+    jobs = jobs if isinstance(jobs, list) else [jobs]     # Jersey: one job is no list
     out = []
     for j in jobs:
         if j['startTime'] >= since_ms:
@@ -160,10 +162,40 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         killer.start()
         started_ms = int(time.time() * 1000) - 5000
         try:
-            summary = mrcrawl_crawl(seeds, out_uri, 'hadoop')
+            # Every job on YARN (none small enough to run in the driver).
+            summary = mrcrawl_crawl(seeds, out_uri, 'hadoop', ['hadoop.local_max_bytes=0'])
         finally:
             killer.done.set()
             killer.join()
+        # Default settings: the small jobs run in the driver on HDFS data (Hive's local
+        # mode), the fetch on YARN.
+        small_uri = out_uri + '-small'
+        mrcrawl_crawl(seeds, small_uri, 'hadoop')
+
+    # The small jobs' crawl: the same XML, every fetch on YARN and the rest in the driver.
+    assert sorted(hdfs_xml(fs, small_uri + '/xml')) == sorted(read_xml(os.path.join(
+        local_out, 'xml')))
+    small_steps = {n[:-5]: json.loads(fs.read_text(small_uri + '/steps/' + n)).get('runner')
+                   for n in fs.listdir(small_uri + '/steps')}
+    assert {k: v for k, v in small_steps.items() if k.startswith('fetch-')} == {
+        'fetch-%03d' % n: 'hadoop' for n in range(DEPTH + 1)}
+    assert small_steps['optimize-000'] == small_steps['merge'] == small_steps['xml'] == 'inline'
+    fs.rm(small_uri)
+    # The dependency archive went to HDFS once, under its content hash, and each
+    # NodeManager downloaded (localised) it once for all the jobs of both crawls.
+    ship = fs.listdir('/user/%s/.mrcrawl/ship' % webhdfs_address()[1])   # hadoop.ship_dir
+    deps = [n for n in ship if n.startswith('mrcrawl-deps-')]
+    assert deps and not [n for n in ship if n.startswith('.tmp-')]
+    named, downloads = 0, {}
+    for log in glob.glob(os.path.join(os.environ['HADOOP_LOG_DIR'], 'nodemanager*.log')):
+        with open(log, errors='replace') as f:      # since the NodeManager started
+            for line in f:
+                for d in deps:
+                    if d in line:
+                        named += 'is localizing' in line
+                        downloads[d] = downloads.get(d, 0) + ('Downloading' in line)
+    assert named >= DEPTH + 1, named       # at least this test's fetch containers
+    assert all(n <= 1 for n in downloads.values()), downloads
 
     # The killed attempt was retried by Hadoop: the crawl succeeded (above), the job
     # history shows one failed reduce attempt and every job succeeded, and yet no record
