@@ -205,8 +205,11 @@ class MrjobWebHDFS:
 
     @staticmethod
     def _split(uri):
-        parsed = urlparse(uri)
-        return '%s://%s' % (parsed.scheme, parsed.netloc), parsed.path or '/'
+        """'hdfs://host:port/a/b' -> ('hdfs://host:port', '/a/b'). Not urlparse: a glob's
+        '?' would be taken for a query."""
+        scheme, _, rest = uri.partition('://')
+        netloc, slash, path = rest.partition('/')
+        return '%s://%s' % (scheme, netloc), slash + path or '/'
 
     def _statuses(self, uri):
         """(uri, FileStatus) of every file and folder that *uri* (maybe a glob) names."""

@@ -1,0 +1,110 @@
+"""The hadoop runner's parts (drivers/hadoop.py, drivers/hdfs.py MrjobWebHDFS, the jobs'
+per-job Hadoop settings). The tests marked ``hadoop`` use the real single-node cluster
+(``make test`` starts it); the others need none."""
+import json
+import os
+import uuid
+import zipfile
+
+import pytest
+
+from drivers import hadoop
+from jobs.lib import config
+from tests.conftest import TEST_SETTINGS
+
+
+def conf_file(tmp_path, *extra):
+    path = tmp_path / 'conf.json'
+    path.write_text(json.dumps(config.load(overrides=TEST_SETTINGS + list(extra))))
+    return str(path)
+
+
+def test_jobs_zip_has_the_same_bytes_for_the_same_code(tmp_path):
+    """The zip's hash names it on HDFS: the same code must give the same hash, or YARN
+    would localise it again for every crawl."""
+    (tmp_path / 'a').mkdir()
+    (tmp_path / 'b').mkdir()
+    first = hadoop.jobs_zip(str(tmp_path / 'a'))
+    os.utime(os.path.join(hadoop.JOBS_DIR, 'base.py'))       # a touched file, same bytes
+    second = hadoop.jobs_zip(str(tmp_path / 'b'))
+    assert hadoop.file_hash(first) == hadoop.file_hash(second)
+    names = zipfile.ZipFile(first).namelist()
+    assert 'jobs/base.py' in names and 'jobs/lib/fetcher.py' in names
+    assert not [n for n in names if '__pycache__' in n]
+
+
+def test_one_fetch_reducer_only_when_it_costs_no_politeness_time():
+    conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0', 'fetch.threads=32'])
+
+    class Crawl:
+        FETCH_CPU_PER_PAGE = 0.02
+    ok = lambda urls, hosts, c=conf: hadoop.one_fetch_reducer(c, urls, hosts, Crawl)  # noqa
+    assert ok(400, 20)          # 400 x 0.02 / 2 = 4 s <= one container's cost
+    assert not ok(401, 20)      # a second reducer wins more than its container costs
+    assert not ok(100, 33)      # more hosts than one reducer's threads: politeness time
+    assert not ok(100, None)    # hosts unknown
+    polite = config.load(overrides=TEST_SETTINGS + ['politeness.delay=1'])
+    assert ok(5000, 20, polite)  # 20 x 0.02 s <= 1 s: one core keeps up with the hosts
+    one = config.load(overrides=TEST_SETTINGS + ['fetch.reducers=1'])
+    assert not ok(10, 1, one)   # nothing to save
+
+
+def test_jobs_set_their_hadoop_settings(tmp_path):
+    from jobs.fetch import MRFetch
+    from jobs.optimize import MROptimize
+    path = conf_file(tmp_path)
+    jc = MROptimize(['-r', 'hadoop', '--crawl-conf', path]).jobconf()
+    assert jc['mapreduce.map.speculative'] == jc['mapreduce.reduce.speculative'] == 'false'
+    assert jc['mapreduce.job.ubertask.enable'] == 'true'
+    assert jc['mapreduce.job.ubertask.maxbytes'] == str(config.load()['hadoop']['uber_max_bytes'])
+    off = MROptimize(['-r', 'hadoop', '--crawl-conf', conf_file(
+        tmp_path, 'hadoop.uber_max_bytes=0')]).jobconf()
+    assert off['mapreduce.job.ubertask.enable'] == 'false'
+    # The command line's --jobconf still wins.
+    mine = MROptimize(['-r', 'hadoop', '--crawl-conf', path, '--jobconf',
+                       'mapreduce.reduce.speculative=true'])._runner_kwargs()['jobconf']
+    assert mine['mapreduce.reduce.speculative'] == 'true'
+    assert mine['mapreduce.map.speculative'] == 'false'
+    # The fetch never runs in uber mode (one attempt per task there).
+    step = MRFetch(['-r', 'hadoop', '--crawl-conf', path]).steps()[0]
+    assert step.description(0)['jobconf']['mapreduce.job.ubertask.enable'] == 'false'
+
+
+@pytest.mark.hadoop
+def test_mrjob_webhdfs_filesystem_and_ship(tmp_path):
+    """MrjobWebHDFS does what mrjob asks of a filesystem, on the real HDFS; ship()
+    uploads a file once per content and names it by its hash."""
+    from drivers.hdfs import MrjobWebHDFS
+    fs = MrjobWebHDFS()
+    base = 'hdfs:///mrcrawl-it/fs-%s' % uuid.uuid4().hex[:8]
+    local = tmp_path / 'part-00000'
+    local.write_bytes(b'one\ntwo\n')
+    try:
+        fs.mkdir(base + '/a')
+        fs.put(str(local), base + '/a/part-00000')
+        fs.put(str(local), base + '/a/part-00001')
+        fs.touchz(base + '/a/_SUCCESS')
+        assert fs.exists(base + '/a') and not fs.exists(base + '/nothing')
+        assert sorted(fs.ls(base)) == [base + '/a/' + n for n in
+                                       ('_SUCCESS', 'part-00000', 'part-00001')]
+        assert sorted(fs.ls(base + '/a/part-*')) == [base + '/a/part-00000',
+                                                     base + '/a/part-00001']
+        assert fs.exists(base + '/*/part-0000?') and not fs.exists(base + '/*/x-*')
+        assert fs.du(base + '/a') == 16 and fs.du(base + '/a/part-00000') == 8
+        assert b''.join(fs.cat(base + '/a/part-00000')) == b'one\ntwo\n'
+        with pytest.raises(OSError):
+            fs.touchz(base + '/a/part-00000')       # non-empty: refused, as hadoop fs does
+        fs.rm(base + '/a/part-*')
+        assert list(fs.ls(base)) == [base + '/a/_SUCCESS']
+
+        first = hadoop.ship(str(local), base + '/ship', 'thing')
+        assert first == '%s/ship/thing-%s' % (base, hadoop.file_hash(str(local)))
+        status = fs.fs.client.status(fs._split(first)[1])
+        again = hadoop.ship(str(local), base + '/ship', 'thing')
+        assert again == first
+        assert fs.fs.client.status(fs._split(first)[1])['modificationTime'] == \
+            status['modificationTime']                   # not uploaded twice
+        assert [n for n in fs.fs.client.list(fs._split(base)[1] + '/ship')] == [
+            os.path.basename(first)]                     # no temporary file left
+    finally:
+        fs.rm(base)
