@@ -22,6 +22,7 @@ bench-deps: $(STAMP) $(BENCH_STAMP)  ## Install the benchmark's tools: nginx-lig
 bench: bench-deps  ## Full benchmark suite (mrcrawl vs Scrapy, all scale points; hours): bench/results/
 	$(BENCH_PY) bench/run.py $(BENCH_POINTS) --mrcrawl-src $(BENCH_SRC) --timeout $(BENCH_TIMEOUT)
 	$(MAKE) bench-overhead
+	$(MAKE) bench-yarn
 
 bench-quick: bench-deps  ## Smallest benchmark point only (politeness-bound, a few minutes)
 	$(BENCH_PY) bench/run.py polite --mrcrawl-src $(BENCH_SRC) --timeout 900
@@ -38,3 +39,21 @@ bench-main-text: $(STAMP)  ## Main-text extractors: CPU and word F1 on the pytho
 
 bench-summary:  ## Rebuild bench/results/summary.md from the results JSON
 	$(BENCH_PY) bench/run.py --summary
+
+# Apache Nutch 1.20 as a peer (bench/nutch/README.md): runtime + job file under
+# bench/work/nutch/, for `bench/run.py POINT --crawlers nutch,nutch-yarn`. Idempotent:
+# every finished step is skipped (a second run takes well under a second).
+.PHONY: bench-nutch
+bench-nutch:  ## Build Apache Nutch 1.20 (local runtime + YARN job file) in bench/work/nutch
+	bash bench/nutch/setup.sh
+
+# The Hadoop path (issue 17): the single-node cluster, then mrcrawl on YARN (small jobs
+# in the driver, and every job on YARN), its local runner, Nutch in local mode and on the
+# same YARN, each point in one run with a trivial streaming job's time (the floor).
+BENCH_YARN_POINTS ?= yarn20 cpu1x
+BENCH_YARN_CRAWLERS ?= mrcrawl-yarn,mrcrawl-yarn-all,mrcrawl,nutch,nutch-yarn
+.PHONY: bench-yarn
+bench-yarn: $(STAMP) bench-deps bench-nutch  ## mrcrawl on YARN against Nutch on the same YARN (hours at cpu1x)
+	bash hadoop/up.sh
+	. hadoop/env.sh && $(BENCH_PY) bench/run.py $(BENCH_YARN_POINTS) --crawlers $(BENCH_YARN_CRAWLERS) --timeout $(BENCH_TIMEOUT)
+	. hadoop/env.sh && $(BIN)/python bench/yarn_anatomy.py --job optimize --repeat 3 --json bench/results/yarn_anatomy.json

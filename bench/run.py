@@ -6,6 +6,7 @@ with Scrapy in turn, judge each crawl from nginx's log, write bench/results/.
 
 Points (name: hosts x pages per host, depth, delay):
     polite  20 x 60,   depth 3, delay 0.5   politeness-bound
+    yarn20  20 x 60,   depth 3, delay 0     a job's fixed cost on YARN dominates
     cpu1x   100 x 200, depth 5, delay 0     ~20,000 pages, CPU-bound
     cpu4x   200 x 400, depth 5, delay 0     ~80,000 pages
     cpu10x  400 x 500, depth 5, delay 0     ~200,000 pages
@@ -26,6 +27,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
 import psutil
 
@@ -40,6 +42,8 @@ from server import Nginx  # noqa: E402
 
 POINTS = {
     'tiny': dict(hosts=10, pages=50, depth=2, delay=0.0),
+    # issue 17: where a job's fixed cost on YARN dominates (--crawlers mrcrawl-yarn,...)
+    'yarn20': dict(hosts=20, pages=60, depth=3, delay=0.0),
     'polite': dict(hosts=20, pages=60, depth=3, delay=0.5),
     'cpu1x': dict(hosts=100, pages=200, depth=5, delay=0.0),
     'cpu4x': dict(hosts=200, pages=400, depth=5, delay=0.0),
@@ -187,13 +191,21 @@ def mrcrawl_source(src):
     return dest, 'commit ' + rev
 
 
-def crawl_cmd(crawler, web, p, out):
+def crawl_cmd(crawler, web, p, out, settings=()):
     seeds = os.path.join(web, 'seeds.txt')
-    if crawler == 'mrcrawl':
-        return [MRCRAWL, 'crawl', '--seeds', seeds, '--depth', str(p['depth']),
-                '--out', out, '-r', 'local',
-                '--set', 'security.allow_private_networks=true',
-                '--set', 'politeness.delay=%s' % p['delay']]
+    if crawler in ('mrcrawl', 'mrcrawl-yarn', 'mrcrawl-yarn-all'):
+        # mrcrawl-yarn: the single-node cluster of `make hadoop-up`, OUT on HDFS;
+        # mrcrawl-yarn-all: every job on YARN, none in the driver (hadoop.local_max_bytes).
+        yarn = crawler.startswith('mrcrawl-yarn')
+        if crawler == 'mrcrawl-yarn-all':
+            settings = ['hadoop.local_max_bytes=0'] + list(settings)
+        cmd = [MRCRAWL, 'crawl', '--seeds', seeds, '--depth', str(p['depth']),
+               '--out', yarn_out(out) if yarn else out, '-r', 'hadoop' if yarn else 'local',
+               '--set', 'security.allow_private_networks=true',
+               '--set', 'politeness.delay=%s' % p['delay']]
+        for s in settings:
+            cmd += ['--set', s]
+        return cmd
     if crawler in VARIANTS:
         return [os.path.join(ROOT, '.venv', 'bin', 'python'),
                 os.path.join(BENCH, 'mrcrawl_variant.py')] + [
@@ -204,19 +216,75 @@ def crawl_cmd(crawler, web, p, out):
                '--depth', str(p['depth']), '--delay', str(p['delay']),
                '--out', out + '.jsonl']
         return cmd + (['--bfs'] if crawler == 'scrapy-bfs' else [])
+    if crawler in ('nutch', 'nutch-yarn'):
+        # Apache Nutch 1.20 (bench/nutch/, built by `make bench-nutch`): local mode, or
+        # deploy mode on the cluster of `make hadoop-up` with the crawl dir on HDFS.
+        # depth + 1 rounds: the seeds, then one round per layer; one connection per host.
+        yarn = crawler == 'nutch-yarn'
+        return ['bash', os.path.join(BENCH, 'nutch', 'crawl.sh'),
+                '--mode', 'yarn' if yarn else 'local', '--seeds', seeds,
+                '--crawl-dir', yarn_out(out) if yarn else out,
+                '--rounds', str(p['depth'] + 1), '--delay', str(p['delay']),
+                '--threads', '64', '--logs', os.path.join(out, 'logs')]
     raise ValueError(crawler)
 
 
 # mrcrawl with extra mrjob options (proposals measured before they are made).
 VARIANTS = {'mrcrawl-nobootstrap': ['--no-bootstrap-mrjob']}
 AGENTS = {'mrcrawl': 'mrcrawl', 'scrapy': 'scrapybench', 'scrapy-bfs': 'scrapybench',
-          'mrcrawl-nobootstrap': 'mrcrawl'}
+          'mrcrawl-nobootstrap': 'mrcrawl', 'mrcrawl-yarn': 'mrcrawl',
+          'mrcrawl-yarn-all': 'mrcrawl'}
+AGENTS.update({'nutch': 'nutchbench', 'nutch-yarn': 'nutchbench'})
+
+
+def yarn_out(out):
+    return 'hdfs:///bench/' + os.path.basename(out)
+
+
+def webhdfs(path, op, method='GET'):
+    """One WebHDFS request (no JVM) to the cluster of hadoop/env.sh."""
+    base = os.environ.get('MRCRAWL_WEBHDFS_URL', 'http://127.0.0.1:9870') + '/webhdfs/v1'
+    user = os.environ.get('HADOOP_USER_NAME') or os.environ.get('USER', 'root')
+    path = path[len('hdfs://'):] if path.startswith('hdfs://') else path
+    req = urllib.request.Request('%s%s?op=%s&user.name=%s' % (base, path, op, user),
+                                 method=method)
+    with urllib.request.urlopen(req) as r:
+        return r.read()
+
+
+def webhdfs_get_dir(uri, local):
+    """Copy the files of the HDFS folder *uri* into *local*."""
+    names = [f['pathSuffix'] for f in json.loads(webhdfs(uri, 'LISTSTATUS'))[
+        'FileStatuses']['FileStatus'] if f['type'] == 'FILE']
+    os.makedirs(local, exist_ok=True)
+    for name in names:
+        with open(os.path.join(local, name), 'wb') as f:
+            f.write(webhdfs(uri + '/' + name, 'OPEN'))
+
+
+def yarn_floor(repeat=3):
+    """The cluster's floor for one job, measured in the same run: a trivial streaming job
+    (cat/cat on one line, nothing shipped), by bench/yarn_anatomy.py."""
+    path = os.path.join(WORK, 'yarn_floor.json')
+    if os.path.exists(path):
+        os.remove(path)
+    subprocess.run([os.path.join(ROOT, '.venv', 'bin', 'python'),
+                    os.path.join(BENCH, 'yarn_anatomy.py'), '--job', 'trivial', '--repeat',
+                    str(repeat), '--json', path], check=True, stdout=subprocess.DEVNULL)
+    with open(path) as f:
+        runs = json.load(f)[0]['runs']
+    walls = sorted(r['wall'] for r in runs)
+    print('yarn floor (trivial streaming job): %s s' % ', '.join('%.2f' % w for w in walls),
+          flush=True)
+    return {'trivial_job_seconds': [round(w, 3) for w in walls],
+            'median_seconds': round(walls[len(walls) // 2], 3)}
 
 
 def mrcrawl_steps(out):
-    """Seconds per step kind from mrcrawl's report (steps/*.json)."""
+    """Seconds per step kind from mrcrawl's report (steps/*.json), the number of jobs,
+    the median job's seconds, and how many jobs ran on each runner."""
     steps_dir = os.path.join(out, 'steps')
-    per_kind, n = {}, {}
+    per_kind, n, each, runners, on_yarn = {}, {}, [], {}, []
     if not os.path.isdir(steps_dir):
         return None
     for fn in sorted(os.listdir(steps_dir)):
@@ -227,14 +295,45 @@ def mrcrawl_steps(out):
             continue
         per_kind[kind] = round(per_kind.get(kind, 0) + s.get('seconds', 0), 3)
         n[kind] = n.get(kind, 0) + 1
+        if 'runner' in s:      # steps/index.json is the driver's Parquet step, no job
+            each.append(s['seconds'])
+            runners[s['runner']] = runners.get(s['runner'], 0) + 1
+            if s['runner'] == 'hadoop':
+                on_yarn.append(s['seconds'])
     # steps/index.json's seconds include its indexrows job's: index is the Parquet part.
     if 'index' in per_kind and 'indexrows' in per_kind:
         per_kind['index'] = round(per_kind['index'] - per_kind['indexrows'], 3)
-    return {'seconds_by_kind': per_kind, 'jobs_by_kind': n,
-            'jobs': sum(n.values()), 'job_seconds': round(sum(per_kind.values()), 3)}
+    each.sort()
+    on_yarn.sort()
+    return {'median_yarn_job_seconds': on_yarn[len(on_yarn) // 2] if on_yarn else None,
+            'seconds_by_kind': per_kind, 'jobs_by_kind': n,
+            'jobs': sum(n.values()), 'job_seconds': round(sum(per_kind.values()), 3),
+            'median_job_seconds': each[len(each) // 2] if each else None,
+            'jobs_by_runner': runners}
 
 
-def run_point(name, crawlers, timeout, src='worktree'):
+def nutch_steps(stdout_path):
+    """Seconds per step kind (inject, generate, fetch, parse, updatedb, hdfs-prep) from
+    bench/nutch/crawl.sh's output: one JVM (local) or one `hadoop jar` (YARN) a step."""
+    per_kind, n = {}, {}
+    try:
+        with open(stdout_path, errors='replace') as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 2 and line.startswith('  ') and parts[1].endswith('s'):
+                    try:
+                        sec = float(parts[1][:-1])
+                    except ValueError:
+                        continue
+                    per_kind[parts[0]] = round(per_kind.get(parts[0], 0) + sec, 3)
+                    n[parts[0]] = n.get(parts[0], 0) + 1
+    except OSError:
+        return None
+    return {'seconds_by_kind': per_kind, 'steps_by_kind': n, 'steps': sum(n.values()),
+            'step_seconds': round(sum(per_kind.values()), 3)}
+
+
+def run_point(name, crawlers, timeout, src='worktree', settings=()):
     p = POINTS[name]
     web = generate(name, p)
     with open(os.path.join(web, 'manifest.json')) as f:
@@ -252,12 +351,16 @@ def run_point(name, crawlers, timeout, src='worktree'):
                   'kernel': platform.release()},
               'started': time.strftime('%Y-%m-%dT%H:%M:%S'), 'crawls': {}}
     pythonpath, result['mrcrawl_source'] = mrcrawl_source(src)
+    if any(c.endswith('-yarn') for c in crawlers):
+        result['yarn_floor'] = yarn_floor()
     for crawler in crawlers:
         env = dict(os.environ)
         if crawler.startswith('mrcrawl') and pythonpath:
             env['PYTHONPATH'] = pythonpath
         out = os.path.join(WORK, 'out-%s-%s' % (name, crawler))
         subprocess.run(['rm', '-rf', out, out + '.jsonl'], check=True)
+        if crawler.startswith('mrcrawl-yarn'):
+            webhdfs(yarn_out(out), 'DELETE&recursive=true', 'DELETE')
         log = os.path.join(WORK, 'logs', '%s-%s.access.log' % (name, crawler))
         os.makedirs(os.path.dirname(log), exist_ok=True)
         load_before = os.getloadavg()
@@ -266,7 +369,7 @@ def run_point(name, crawlers, timeout, src='worktree'):
               flush=True)
         with Nginx(web, os.path.join(WORK, 'nginx'), PORT, log) as server:
             cpu0 = server.cpu_seconds()
-            m = measure(crawl_cmd(crawler, web, p, out), timeout, env=env,
+            m = measure(crawl_cmd(crawler, web, p, out, settings), timeout, env=env,
                         cwd=pythonpath or ROOT,
                         log_path=os.path.join(WORK, 'logs', '%s-%s.stdout' % (name, crawler)))
             m['nginx_cpu_seconds'] = round(server.cpu_seconds() - cpu0, 3)
@@ -293,8 +396,14 @@ def run_point(name, crawlers, timeout, src='worktree'):
             m['bound_seconds'] = bound
             m['wall_over_bound'] = round(m['wall_seconds'] / bound, 3)
             m['wall_over_layered_bound'] = round(m['wall_seconds'] / bounds['layered_seconds'], 3)
+        if crawler.startswith('mrcrawl-yarn') and m['exit_status'] == 0:
+            webhdfs_get_dir(yarn_out(out) + '/steps', os.path.join(out, 'steps'))
         if crawler.startswith('mrcrawl'):
             m['steps'] = mrcrawl_steps(out)
+            m['settings'] = list(settings)
+        if crawler.startswith('nutch'):
+            m['nutch_steps'] = nutch_steps(os.path.join(WORK, 'logs', '%s-%s.stdout' % (
+                name, crawler)))
         result['crawls'][crawler] = m
         print(json.dumps({crawler: {k: m[k] for k in (
             'exit_status', 'wall_seconds', 'cpu_seconds', 'pages', 'coverage',
@@ -400,12 +509,15 @@ def main(argv=None):
                    help='mrcrawl code to run: worktree, or a git revision exported read-only '
                         'under bench/work/src-<commit>. Default: %(default)s')
     p.add_argument('--summary', action='store_true', help='Only rebuild results/summary.md.')
+    p.add_argument('--set', action='append', default=[], metavar='SECTION.KEY=VALUE',
+                   help='A setting for every mrcrawl crawl of this run (a variant measured '
+                        'before it becomes a default).')
     args = p.parse_args(argv)
     unknown = [n for n in args.points if n not in POINTS]
     if unknown:
         p.error('unknown point(s): %s' % ', '.join(unknown))
     for name in args.points:
-        run_point(name, args.crawlers.split(','), args.timeout, args.mrcrawl_src)
+        run_point(name, args.crawlers.split(','), args.timeout, args.mrcrawl_src, args.set)
     summarize()
 
 
