@@ -83,34 +83,23 @@ class HadoopRunner(HadoopJobRunner):
     #: as TextInputFormat's is, so the mapper sees the same lines.
     COMBINE_FORMAT = 'org.apache.hadoop.mapred.lib.CombineTextInputFormat'
 
-    def _input_bytes(self):
-        if not hasattr(self, '_in_bytes'):
-            self._in_bytes = sum(self.fs.du(p) for p in self._input_paths)
-        return self._in_bytes
-
     def _small_job(self):
         """Will Hadoop run this job in uber mode (jobs/base.py CrawlJob.jobconf asked for
         it, and its input is within the limit)? Then one map task is enough: in uber
         mode the maps run one after another, each a Python process started again."""
-        jc = self._opts['jobconf']
-        return jc.get('mapreduce.job.ubertask.enable') == 'true' and \
-            not self._hadoop_input_format and \
-            self._input_bytes() <= int(jc.get('mapreduce.job.ubertask.maxbytes', 0))
-
-    def reducers(self, jobconf):
-        """Reduce tasks for a job that names none (Hadoop's default is one, whatever the
-        input): one per hadoop.bytes_per_reducer of input, at most hadoop.max_reducers,
-        as Hive and Pig size theirs (CrawlJob.jobconf passes the two settings)."""
-        per = int(jobconf['mrcrawl.bytes.per.reducer'])
-        return max(1, min(int(jobconf['mrcrawl.max.reducers']), -(-self._input_bytes() // per)))
+        if not hasattr(self, '_small'):
+            jc = self._opts['jobconf']
+            self._small = False
+            if jc.get('mapreduce.job.ubertask.enable') == 'true' and \
+                    not self._hadoop_input_format:
+                limit = int(jc.get('mapreduce.job.ubertask.maxbytes', 0))
+                self._small = sum(self.fs.du(p) for p in self._input_paths) <= limit
+        return self._small
 
     def _jobconf_for_step(self, step_num):
         jobconf = super()._jobconf_for_step(step_num)
         if step_num == 0 and self._small_job():
             jobconf.setdefault('stream.map.input.ignoreKey', 'true')
-        if 'mapreduce.job.reduces' not in jobconf and 'mrcrawl.max.reducers' in jobconf and \
-                self._get_step(step_num).get('reducer'):
-            jobconf['mapreduce.job.reduces'] = str(self.reducers(jobconf))
         return jobconf
 
     def _hadoop_args_for_step(self, step_num):

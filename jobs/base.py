@@ -98,15 +98,11 @@ class CrawlJob(MRJob):
           attempt only takes a container another job could use;
         - uber mode for jobs whose input is at most hadoop.uber_max_bytes: Hadoop then
           runs them inside the ApplicationMaster when they also have at most one
-          reducer, saving a container start per task;
-        - reducers sized by the input (hadoop.bytes_per_reducer) for jobs that set none.
+          reducer, saving a container start per task.
         """
         mine = {'mapreduce.map.speculative': 'false',
                 'mapreduce.reduce.speculative': 'false'}
         if self.options.runner == 'hadoop' and self.options.crawl_conf:
-            # Read by drivers/hadoop.py HadoopRunner.reducers (Hadoop ignores them).
-            mine['mrcrawl.bytes.per.reducer'] = str(self.conf['hadoop']['bytes_per_reducer'])
-            mine['mrcrawl.max.reducers'] = str(self.conf['hadoop']['max_reducers'])
             limit = self.conf['hadoop']['uber_max_bytes']
             mine['mapreduce.job.ubertask.enable'] = 'true' if limit > 0 else 'false'
             if limit > 0:

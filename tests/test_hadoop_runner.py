@@ -49,20 +49,6 @@ def test_one_fetch_reducer_only_when_it_costs_no_politeness_time():
     assert not ok(10, 1, one)   # nothing to save
 
 
-def test_reducers_follow_the_input():
-    """A job that sets no reducer count gets one per hadoop.bytes_per_reducer of input,
-    within hadoop.max_reducers (Hadoop's own default is one whatever the input)."""
-    class Runner:
-        def __init__(self, n):
-            self.n = n
-
-        def _input_bytes(self):
-            return self.n
-    jc = {'mrcrawl.bytes.per.reducer': '100', 'mrcrawl.max.reducers': '3'}
-    assert [hadoop.HadoopRunner.reducers(Runner(n), jc) for n in (0, 100, 101, 250, 10**6)] \
-        == [1, 1, 2, 3, 3]
-
-
 def test_jobs_set_their_hadoop_settings(tmp_path):
     from jobs.fetch import MRFetch
     from jobs.optimize import MROptimize
@@ -70,10 +56,7 @@ def test_jobs_set_their_hadoop_settings(tmp_path):
     jc = MROptimize(['-r', 'hadoop', '--crawl-conf', path]).jobconf()
     assert jc['mapreduce.map.speculative'] == jc['mapreduce.reduce.speculative'] == 'false'
     assert jc['mapreduce.job.ubertask.enable'] == 'true'
-    defaults = config.load()['hadoop']
-    assert jc['mapreduce.job.ubertask.maxbytes'] == str(defaults['uber_max_bytes'])
-    assert jc['mrcrawl.bytes.per.reducer'] == str(defaults['bytes_per_reducer'])
-    assert jc['mrcrawl.max.reducers'] == str(defaults['max_reducers'])
+    assert jc['mapreduce.job.ubertask.maxbytes'] == str(config.load()['hadoop']['uber_max_bytes'])
     off = MROptimize(['-r', 'hadoop', '--crawl-conf', conf_file(
         tmp_path, 'hadoop.uber_max_bytes=0')]).jobconf()
     assert off['mapreduce.job.ubertask.enable'] == 'false'
