@@ -259,8 +259,7 @@ class Crawl:
         time as with several reducers, and one core keeps up with what the hosts' threads
         fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
         task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
-        too. A layer whose fetch plan exists (a resumed crawl) keeps its reducers. (On
-        Hadoop: drivers/hadoop.py one_fetch_reducer.)"""
+        too. A resumed layer with a fetch plan keeps its reducers. (Hadoop: one_fetch_reducer.)"""
         limit = self.conf.get('runner', {}).get('inline_fetch_max_urls', 0)
         uber = self.conf.get('runner', {}).get('uber_max_bytes', 0)
         return (self.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
@@ -339,7 +338,8 @@ class Crawl:
                     if self.fetch_inline(urls_in, hosts_in, L):
                         runner, args = 'inline', args + ['--bins', '1']
                     elif self.runner == 'hadoop' and not self._plan_args(L) and \
-                            hadoop.one_fetch_reducer(self.conf, urls_in, hosts_in, self):
+                            hadoop.one_fetch_reducer(self.conf, urls_in, hosts_in,
+                                                   self.FETCH_CPU_PER_PAGE):
                         args = args + ['--bins', '1']        # one reduce container
                     else:
                         args = args + self._plan_args(L)

@@ -182,19 +182,17 @@ def ship(local, where, stem):
     into place, so a job never names a half-written file (two drivers uploading the same
     archive at once each rename a whole copy; the loser's rename fails harmlessly)."""
     from drivers.hdfs import MrjobWebHDFS
+    fs = MrjobWebHDFS()
     ext = '.tar.gz' if local.endswith('.tar.gz') else os.path.splitext(local)[1]
     uri = '%s/%s-%s%s' % (where, stem, file_hash(local), ext)
-    client = MrjobWebHDFS().fs.client
-    path = MrjobWebHDFS._split(uri)[1]
-    if client.status(path, strict=False) is None:
-        tmp = posixpath.join(posixpath.dirname(path), '.tmp-%s' % uuid.uuid4().hex)
-        client.makedirs(posixpath.dirname(path))
-        client.upload(tmp, local)
+    if not fs.exists(uri):
+        tmp = fs.join(where, '.tmp-%s' % uuid.uuid4().hex)
+        fs.mkdir(where)
+        fs.put(local, tmp)
         try:
-            client.rename(tmp, path)
+            fs.rename(tmp, uri)
         finally:
-            if client.status(tmp, strict=False) is not None:
-                client.delete(tmp)
+            fs.rm(tmp)          # nothing left when the rename took it
     return uri
 
 
@@ -237,7 +235,7 @@ class StagedInlineRunner(InlineRunner):
             for part in fs.ls(uri):
                 name = posixpath.basename(part)
                 if not name.startswith(('_', '.')):
-                    fs.fs.client.download(fs._split(part)[1], os.path.join(dest, name))
+                    fs.get(part, os.path.join(dest, name))
             local.append(dest)
         self._input_paths = local
         hdfs_out = self._output_dir if fs.can_handle_path(self._output_dir or '') else None
@@ -248,8 +246,7 @@ class StagedInlineRunner(InlineRunner):
             fs.mkdir(hdfs_out)
             for name in sorted(os.listdir(self._output_dir)):
                 if not name.startswith(('_', '.')):
-                    fs.fs.client.upload(fs._split(fs.join(hdfs_out, name))[1],
-                                        os.path.join(self._output_dir, name))
+                    fs.put(os.path.join(self._output_dir, name), fs.join(hdfs_out, name))
             self._output_dir = hdfs_out
 
 
@@ -259,14 +256,13 @@ class StagedInlineRunner(InlineRunner):
 CONTAINER_SECONDS = 4.0
 
 
-def one_fetch_reducer(conf, urls, hosts, crawl):
+def one_fetch_reducer(conf, urls, hosts, cpu):
     """Fetch a layer of *urls* URLs on *hosts* hosts with one reducer rather than
     fetch.reducers? When every host gets a thread of that reducer at once (hosts <=
     fetch.threads, so politeness time is the same), and either one core keeps up with
     the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) or the CPU a second
-    reducer would take off the first (half the layer's, at crawl.FETCH_CPU_PER_PAGE a
-    page) is less than its container costs."""
+    reducer would take off the first (half the layer's, at *cpu* seconds a page:
+    crawl.FETCH_CPU_PER_PAGE) is less than its container costs."""
     if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2:
         return False
-    cpu = crawl.FETCH_CPU_PER_PAGE
     return urls * cpu / 2 <= CONTAINER_SECONDS or hosts * cpu <= conf['politeness']['delay']

@@ -19,6 +19,7 @@ import uuid
 from urllib.parse import urlparse
 
 from hdfs import InsecureClient
+from mrjob.fs.base import Filesystem
 from hdfs.util import HdfsError
 
 
@@ -180,7 +181,7 @@ class RangeReader(io.RawIOBase):
         return len(data)
 
 
-class MrjobWebHDFS:
+class MrjobWebHDFS(Filesystem):
     """mrjob's Filesystem interface (``ls``, ``exists``, ``mkdir``, ``put``, ``rm``, ...)
     for ``hdfs://`` URIs over WebHDFS, for the hadoop runner (drivers/hadoop.py).
 
@@ -257,17 +258,18 @@ class MrjobWebHDFS:
             for chunk in chunks:
                 yield chunk
 
-    def cat(self, path_glob):
-        for i, uri in enumerate(self.ls(path_glob)):
-            if i:
-                yield b''
-            yield from self._cat_file(uri)
-
     def mkdir(self, path):
         self.fs.client.makedirs(self._split(path)[1])
 
     def put(self, src, path):
         self.fs.client.upload(self._split(path)[1], src, overwrite=False)
+
+    def get(self, path, dest):
+        """Download the file *path* to the local file *dest* (not in mrjob's interface)."""
+        self.fs.client.download(self._split(path)[1], dest)
+
+    def rename(self, src, dst):
+        self.fs.client.rename(self._split(src)[1], self._split(dst)[1])
 
     def rm(self, path_glob):
         for uri, _ in self._statuses(path_glob):
@@ -283,6 +285,3 @@ class MrjobWebHDFS:
     def join(self, path, *paths):
         prefix, p = self._split(path)
         return prefix + posixpath.join(p, *paths)
-
-    def md5sum(self, path):
-        raise NotImplementedError('md5sum over WebHDFS')

@@ -35,10 +35,7 @@ def test_jobs_zip_has_the_same_bytes_for_the_same_code(tmp_path):
 
 def test_one_fetch_reducer_only_when_it_costs_no_politeness_time():
     conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0', 'fetch.threads=32'])
-
-    class Crawl:
-        FETCH_CPU_PER_PAGE = 0.02
-    ok = lambda urls, hosts, c=conf: hadoop.one_fetch_reducer(c, urls, hosts, Crawl)  # noqa
+    ok = lambda urls, hosts, c=conf: hadoop.one_fetch_reducer(c, urls, hosts, 0.02)  # noqa
     assert ok(400, 20)          # 400 x 0.02 / 2 = 4 s <= one container's cost
     assert not ok(401, 20)      # a second reducer wins more than its container costs
     assert not ok(100, 33)      # more hosts than one reducer's threads: politeness time
