@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stop mrcrawl's single-node Hadoop.
+# Stop mrcrawl's test Hadoop (hadoop/up.sh).
 #   hadoop/down.sh           # stop daemons (PID files, then leftovers of this install)
 #   hadoop/down.sh --clean   # ... and wipe HDFS/YARN data and logs (jars are kept)
 set -uo pipefail
@@ -20,8 +20,13 @@ done
 
 log() { echo "[down.sh] $*" >&2; }
 
-# Stop order: compute first, then storage.
-names=(historyserver nodemanager resourcemanager datanode namenode)
+# Stop order: compute first, then storage. Worker nodes' daemons carry their node number
+# (nodemanager2); "datanode" and "nodemanager" are from clusters started before that.
+names=(historyserver)
+for f in "$PIDS"/nodemanager*.pid; do [[ -f "$f" ]] && names+=("$(basename "$f" .pid)"); done
+names+=(resourcemanager)
+for f in "$PIDS"/datanode*.pid; do [[ -f "$f" ]] && names+=("$(basename "$f" .pid)"); done
+names+=(namenode)
 pids=()
 for n in "${names[@]}"; do
   f="$PIDS/$n.pid"
@@ -62,7 +67,7 @@ for d in /proc/[0-9]*; do
   [[ "$p" == "$$" ]] && continue
   cmd="$(tr '\0' ' ' 2>/dev/null <"$d/cmdline")" 2>/dev/null || continue
   case "$cmd" in
-    *java*"$H/jars/"*|*java*"$H/logs/userlogs/"*) left+=("$p") ;;
+    *java*"$H/jars/"*|*java*"$H/logs/userlogs"*) left+=("$p") ;;
   esac
 done
 if (( ${#left[@]} )); then

@@ -27,7 +27,8 @@ MRCRAWL_STREAMING_JAR="$(ls "$MRCRAWL_HADOOP_HOME"/jars/hadoop-streaming-*.jar 2
 export MRCRAWL_STREAMING_JAR="${MRCRAWL_STREAMING_JAR:-$MRCRAWL_HADOOP_HOME/jars/hadoop-streaming.jar}"
 # Python used by tasks on the NodeManager (a system interpreter, not the venv).
 if [[ -z "${MRCRAWL_TASK_PYTHON:-}" ]]; then
-  for _p in /root/.pyenv/versions/3.11.7/bin/python3.11 /usr/local/bin/python3.11 /usr/bin/python3.11 /usr/bin/python3; do
+  # The system's Python first, as on a cluster's nodes: not one under a user's HOME.
+  for _p in /usr/bin/python3.11 /usr/local/bin/python3.11 /root/.pyenv/versions/3.11.7/bin/python3.11; do
     if [[ -x "$_p" ]]; then MRCRAWL_TASK_PYTHON="$_p"; break; fi
   done
   unset _p
@@ -40,11 +41,15 @@ unset _mrcrawl_hadoop_dir
 # execs java, and empty while it execs (counted as running). Matched in bash, not with
 # `tr | grep -q`: under pipefail, grep -q leaving early made tr die of SIGPIPE on the
 # JVM's long command line, so a live NameNode was reported dead on a fresh machine.
+# A worker node's daemon is named with its node number (datanode2: the DataNode of node 2)
+# and runs with that node's configuration folder.
 mrcrawl_daemon_running() {
-  local name="$1" pid="$2" cmd re
+  local name="$1" pid="$2" cmd re base k
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
   cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
   [[ -z "$cmd" ]] && return 0
-  re="(-Dproc_$name |bin/(hdfs|yarn|mapred) $name( |$))"
-  [[ "$cmd" =~ $re ]]
+  base="${name%%[0-9]*}"; k="${name#"$base"}"
+  re="(-Dproc_$base |bin/(hdfs|yarn|mapred) $base( |$))"
+  [[ "$cmd" =~ $re ]] || return 1
+  [[ -z "$k" || "$cmd" != *-Dproc_* || "$cmd" == *"/nodes/$k/conf"* ]]
 }

@@ -1,9 +1,13 @@
-"""The same crawl on a real single-node Hadoop (HDFS + YARN + streaming) and on the local runner.
+"""The same crawl on a real Hadoop (HDFS + YARN + streaming) and on the local runner.
 
-Needs the cluster that ``make hadoop-up`` starts (``make test`` starts and stops it) and the
+The cluster is the one ``make hadoop-up`` starts (``make test`` starts and stops it): two
+worker nodes (DataNode + NodeManager each, replication 2) whose environment holds nothing
+of the checkout's. One Hadoop crawl loses a fetch task attempt, another a whole worker node
+in the middle of a fetch. Needs the
 environment of ``hadoop/env.sh``. If the cluster is not there the test fails, loudly: a
 crawler whose Hadoop path is untested is not done.
 """
+import collections
 import glob
 import io
 import json
@@ -86,6 +90,9 @@ class TaskKiller(threading.Thread):
         return any(int(r[2].split(':')[1], 16) == self.port and r[3] == '01' and r[9] in inodes
                    for r in rows)
 
+    def kill(self, pid):
+        os.kill(pid, signal.SIGKILL)
+
     def run(self):
         while not self.done.is_set() and self.killed is None:
             now = time.monotonic()
@@ -93,16 +100,73 @@ class TaskKiller(threading.Thread):
                 if now - self.seen.setdefault(pid, now) >= self.min_age and \
                         self.connected(pid):
                     try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
+                        self.kill(pid)
+                    except (ProcessLookupError, FileNotFoundError):
                         continue
                     self.killed = pid
                     break
             time.sleep(0.05)
 
 
-def history_jobs(since_ms):
-    """The JobHistoryServer's record of every MapReduce job started since *since_ms*."""
+def node_conf(k, name):
+    """Property *name* of worker node *k*'s yarn-site.xml (written by hadoop/up.sh)."""
+    path = os.path.join(os.environ['MRCRAWL_HADOOP_HOME'], 'nodes', str(k), 'conf',
+                        'yarn-site.xml')
+    return re.search(r'%s</name><value>([^<]+)' % re.escape(name), open(path).read()).group(1)
+
+
+def proc_view(pid):
+    """What process *pid* can reach: its environment, working folder, executable and the
+    files it has mapped (shared libraries)."""
+    with open('/proc/%d/environ' % pid, 'rb') as f:
+        env = f.read().decode('utf-8', 'replace').split('\0')
+    with open('/proc/%d/maps' % pid) as f:
+        maps = sorted({l.split()[-1] for l in f if len(l.split()) >= 6})
+    return {'env': env, 'cwd': os.readlink('/proc/%d/cwd' % pid),
+            'exe': os.readlink('/proc/%d/exe' % pid), 'maps': maps}
+
+
+class NodeKiller(TaskKiller):
+    """Kills the whole worker node that runs a fetch reducer in the middle of its fetches:
+    its NodeManager and every container process of that node (a machine gone), not the
+    DataNode. Before, it records what the task could reach (:func:`proc_view`)."""
+    nodes = range(1, 5)
+
+    def kill(self, pid):
+        cwd = os.readlink('/proc/%d/cwd' % pid)
+        pids_dir = os.path.join(os.environ['MRCRAWL_HADOOP_HOME'], 'pids')
+        for k in self.nodes:
+            if not os.path.exists(os.path.join(pids_dir, 'nodemanager%d.pid' % k)):
+                continue
+            local = node_conf(k, 'yarn.nodemanager.local-dirs').rstrip('/') + '/'
+            if cwd.startswith(local):
+                break
+        else:
+            raise AssertionError('task %d runs in no known node: %s' % (pid, cwd))
+        self.task_view = proc_view(pid)
+        nm = int(open(os.path.join(pids_dir, 'nodemanager%d.pid' % k)).read())
+        self.nm_view = proc_view(nm)
+        logs = node_conf(k, 'yarn.nodemanager.log-dirs').rstrip('/') + '/'
+        os.kill(nm, signal.SIGKILL)
+        self.t_kill = time.monotonic()
+        for _ in range(3):          # the node's containers: launch scripts, JVMs, Pythons
+            for p in os.listdir('/proc'):
+                if not p.isdigit():
+                    continue
+                try:
+                    here = os.readlink('/proc/%s/cwd' % p).startswith(local) or \
+                        logs in open('/proc/%s/cmdline' % p, 'rb').read().decode('utf-8', 'replace')
+                    if here:
+                        os.kill(int(p), signal.SIGKILL)
+                except OSError:
+                    continue
+            time.sleep(0.1)
+        self.node = k
+
+
+def history_jobs(since_ms, until_ms=None):
+    """The JobHistoryServer's record of every MapReduce job started between *since_ms* and
+    *until_ms*."""
     conf = open(os.path.join(os.environ['HADOOP_CONF_DIR'], 'mapred-site.xml')).read()
     addr = re.search(r'mapreduce.jobhistory.webapp.address</name><value>([^<]+)', conf).group(1)
     base = 'http://%s/ws/v1/history/mapreduce/jobs' % addr
@@ -111,7 +175,7 @@ def history_jobs(since_ms):
     jobs = jobs if isinstance(jobs, list) else [jobs]     # Jersey: one job is no list
     out = []
     for j in jobs:
-        if j['startTime'] >= since_ms:
+        if j['startTime'] >= since_ms and (until_ms is None or j['startTime'] < until_ms):
             with urllib.request.urlopen('%s/%s' % (base, j['id']), timeout=30) as r:
                 out.append(json.load(r)['job'])
     return out
@@ -139,7 +203,18 @@ def hdfs_xml(fs, folder):
     return docs
 
 
-def test_hadoop_crawl_matches_local_runner(tmp_path):
+def same_xml(hadoop_xml, local_xml):
+    """The same pages, with the same titles, text, links, anchors, digests, duplicates."""
+    assert sorted(hadoop_xml) == sorted(local_xml)
+    assert len(hadoop_xml) >= 8
+    for url, doc in hadoop_xml.items():
+        h, l = ET.fromstring(doc), ET.fromstring(local_xml[url])
+        for field in ('title', 'text', 'links', 'anchors', 'fetch/digest'):
+            assert ET.tostring(h.find(field)) == ET.tostring(l.find(field)), (url, field)
+        assert [u.text for u in h.find('duplicates')] == [u.text for u in l.find('duplicates')]
+
+
+def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     for var in ('MRCRAWL_HADOOP_BIN', 'MRCRAWL_STREAMING_JAR', 'MRCRAWL_TASK_PYTHON'):
         assert os.environ.get(var), '%s is not set: run through `make test` (it sources ' \
                                     'hadoop/env.sh and starts the cluster)' % var
@@ -157,6 +232,7 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
         local_out = str(tmp_path / 'local')
         mrcrawl_crawl(seeds, local_out, 'local')
         n_local = len(site.requests)
+        local_requests = list(site.requests)
         # While the Hadoop crawl runs, one fetch task attempt is SIGKILLed mid-run.
         killer = TaskKiller(site.port)
         killer.start()
@@ -168,13 +244,59 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
             killer.done.set()
             killer.join()
         # Default settings: the small jobs run in the driver on HDFS data (Hive's local
-        # mode), the fetch on YARN.
+        # mode), the fetch on YARN. In the middle of a fetch, the worker node running it
+        # dies: its NodeManager and its containers are killed.
         small_uri = out_uri + '-small'
-        mrcrawl_crawl(seeds, small_uri, 'hadoop')
+        node_killer = NodeKiller(site.port, min_age=1.5)
+        node_killer.start()
+        second_ms, n_before = int(time.time() * 1000) - 1000, len(site.requests)
+        try:
+            mrcrawl_crawl(seeds, small_uri, 'hadoop')
+        finally:
+            node_killer.done.set()
+            node_killer.join()
+            restart = subprocess.run(['bash', os.path.join(ROOT, 'hadoop', 'up.sh')],
+                                     capture_output=True, text=True, timeout=300)
+        second_requests = site.requests[n_before:]
+    assert restart.returncode == 0, restart.stderr[-3000:]
+
+    # The node died mid-fetch (a task of it was talking to the site); YARN declared it
+    # lost and ran the fetch again on the other node, and the crawl still succeeded.
+    assert node_killer.killed is not None, 'no fetch reducer was seen fetching'
+    # The task could reach nothing of the submitting machine's: not the checkout, not
+    # .venv, not the user's HOME or caches (its Python, its libraries and the jobs came
+    # from the node and from what the job shipped).
+    home, hadoop_home = os.path.expanduser('~'), os.environ['MRCRAWL_HADOOP_HOME']
+    for view in (node_killer.task_view, node_killer.nm_view):
+        env = dict(v.partition('=')[::2] for v in view['env'])
+        paths = [view['cwd'], view['exe']] + view['maps'] + [
+            p for var in ('HOME', 'PWD', 'PYTHONPATH', 'PYTHONHOME', 'PYTHONUSERBASE',
+                          'VIRTUAL_ENV', 'LD_LIBRARY_PATH', 'PATH')
+            for p in env.get(var, '').split(':')]
+        leaks = [p for p in paths if p.startswith(ROOT) or '.venv' in p or (
+            p.startswith(home) and not p.startswith(hadoop_home))]
+        assert not leaks, leaks
+    assert node_killer.nm_view['cwd'].startswith(os.path.join(hadoop_home, 'nodes'))
+    # The requests made again by the re-run (those the dead attempt had made), counted
+    # from the server's log; and politeness held across both attempts.
+    again = collections.Counter(r['path'] for r in second_requests) - \
+        collections.Counter(r['path'] for r in local_requests)
+    before_kill = {r['path'] for r in second_requests if r['t'] < node_killer.t_kill}
+    assert sum(again.values()) >= 1 and set(again) <= before_kill, (again, before_kill)
+    times = sorted(r['t'] for r in second_requests)
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert min(gaps) >= 0.5 * 0.95, min(gaps)
+    assert '/private/secret.html' not in [r['path'] for r in second_requests]
+    with capsys.disabled():
+        print('\nnode %d killed mid-fetch: %d requests in the crawl (%d in the local run), %d '
+              'made again by the re-run, smallest gap between two requests %.3f s' % (
+                  node_killer.node, len(second_requests), len(local_requests),
+                  sum(again.values()), min(gaps)))
+    assert all(j['state'] == 'SUCCEEDED' for j in history_jobs(second_ms))
 
     # The small jobs' crawl: the same XML, every fetch on YARN and the rest in the driver.
-    assert sorted(hdfs_xml(fs, small_uri + '/xml')) == sorted(read_xml(os.path.join(
-        local_out, 'xml')))
+    local_xml = read_xml(os.path.join(local_out, 'xml'))
+    same_xml(hdfs_xml(fs, small_uri + '/xml'), local_xml)
     small_steps = {n[:-5]: json.loads(fs.read_text(small_uri + '/steps/' + n)).get('runner')
                    for n in fs.listdir(small_uri + '/steps')}
     assert {k: v for k, v in small_steps.items() if k.startswith('fetch-')} == {
@@ -182,7 +304,7 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
     assert small_steps['optimize-000'] == small_steps['merge'] == small_steps['xml'] == 'inline'
     fs.rm(small_uri)
     # The dependency archive went to HDFS once, under its content hash, and each
-    # NodeManager downloaded (localised) it once for all the jobs of both crawls.
+    # NodeManager downloaded (localised) it at most once for all the jobs of the crawls.
     ship = fs.listdir('/user/%s/.mrcrawl/ship' % webhdfs_address()[1])   # hadoop.ship_dir
     deps = [n for n in ship if n.startswith('mrcrawl-deps-')]
     assert deps and not [n for n in ship if n.startswith('.tmp-')]
@@ -193,7 +315,8 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
                 for d in deps:
                     if d in line:
                         named += 'is localizing' in line
-                        downloads[d] = downloads.get(d, 0) + ('Downloading' in line)
+                        key = (os.path.basename(log), d)
+                        downloads[key] = downloads.get(key, 0) + ('Downloading' in line)
     assert named >= DEPTH + 1, named       # at least this test's fetch containers
     assert all(n <= 1 for n in downloads.values()), downloads
 
@@ -203,19 +326,13 @@ def test_hadoop_crawl_matches_local_runner(tmp_path):
     # record per in/ URL).
     assert killer.killed is not None, 'no fetch reducer task was seen fetching'
     time.sleep(3)        # the history server picks finished jobs up every second
-    jobs = history_jobs(started_ms)
+    jobs = history_jobs(started_ms, second_ms)
     assert jobs and all(j['state'] == 'SUCCEEDED' for j in jobs), jobs
     assert sum(j['failedReduceAttempts'] for j in jobs) == 1, jobs
 
     # Same pages in xml/ (read from HDFS as a downstream job would) and same documents.
-    local_xml = read_xml(os.path.join(local_out, 'xml'))
     hadoop_xml = hdfs_xml(fs, out_uri + '/xml')
-    assert sorted(hadoop_xml) == sorted(local_xml)
-    assert len(hadoop_xml) >= 8
-    for url, doc in hadoop_xml.items():
-        h, l = ET.fromstring(doc), ET.fromstring(local_xml[url])
-        assert h.find('title').text == l.find('title').text
-        assert [u.text for u in h.find('duplicates')] == [u.text for u in l.find('duplicates')]
+    same_xml(hadoop_xml, local_xml)
 
     # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
