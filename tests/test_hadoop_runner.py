@@ -62,9 +62,34 @@ def test_jobs_set_their_hadoop_settings(tmp_path):
                        'mapreduce.reduce.speculative=true'])._runner_kwargs()['jobconf']
     assert mine['mapreduce.reduce.speculative'] == 'true'
     assert mine['mapreduce.map.speculative'] == 'false'
-    # The fetch never runs in uber mode (one attempt per task there).
+    # The fetch may run in uber mode too (HadoopRunner re-runs it in containers if it
+    # fails there): nothing of its own turns uber mode off.
     step = MRFetch(['-r', 'hadoop', '--crawl-conf', path]).steps()[0]
-    assert step.description(0)['jobconf']['mapreduce.job.ubertask.enable'] == 'false'
+    assert 'mapreduce.job.ubertask.enable' not in step.description(0)['jobconf']
+
+
+def test_a_failed_step_is_run_again_without_uber_mode_only_if_it_ran_uber():
+    """HadoopRunner._ran_uber: asked for, one reducer at most, input within the limit."""
+    class Sizes:                                # input sizes, as HDFS's du gives them
+        du = {'hdfs:///a': 100, 'hdfs:///b': 50}.get
+    runner = hadoop.HadoopRunner.__new__(hadoop.HadoopRunner)
+    runner._fs = Sizes()
+
+    def args(*pairs, inputs=('hdfs:///a', 'hdfs:///b')):
+        out = []
+        for p in pairs:
+            out += ['-D', p]
+        for i in inputs:
+            out += ['-input', i]
+        return out + ['-output', 'hdfs:///out']
+    on = ('mapreduce.job.ubertask.enable=true', 'mapreduce.job.ubertask.maxbytes=150')
+    assert runner._ran_uber(args(*on))
+    assert runner._ran_uber(args(*on, 'mapreduce.job.reduces=1'))
+    assert not runner._ran_uber(args(*on, 'mapreduce.job.reduces=2'))
+    assert not runner._ran_uber(args('mapreduce.job.ubertask.enable=true',
+                                     'mapreduce.job.ubertask.maxbytes=149'))
+    assert not runner._ran_uber(args('mapreduce.job.ubertask.enable=false',
+                                     'mapreduce.job.ubertask.maxbytes=150'))
 
 
 @pytest.mark.hadoop
