@@ -92,6 +92,7 @@ class CrawlJob(MRJob):
         """Per-job Hadoop settings that a stock cluster would otherwise choose (the
         command line's --jobconf still wins):
 
+        - a name that says which job and layer it is;
         - speculative execution off: a speculative fetch reducer fetches its hosts a
           second time (twice the load on them, and politeness broken), a speculative
           WARC mapper writes its files twice; the other jobs are short, and a duplicate
@@ -101,7 +102,10 @@ class CrawlJob(MRJob):
           reducer, saving a container start per task.
         """
         mine = {'mapreduce.map.speculative': 'false',
-                'mapreduce.reduce.speculative': 'false'}
+                'mapreduce.reduce.speculative': 'false',
+                # what the ResourceManager's UI and the history show for it
+                'mapreduce.job.name': 'mrcrawl %s layer %d' % (type(self).__name__,
+                                                               self.options.layer)}
         if self.options.runner == 'hadoop' and self.options.crawl_conf:
             limit = self.conf['hadoop']['uber_max_bytes']
             mine['mapreduce.job.ubertask.enable'] = 'true' if limit > 0 else 'false'
