@@ -197,20 +197,13 @@ class Crawl:
         tmp = self.path('tmp', name)
         self.fs.rm(tmp)
         runner_name = runner or self.runner_for(job_cls, inputs)
-        runner_args = self.runner_args if runner_name == self.runner else self.user_args
-        if runner_name == 'inline' and '--num-cores' not in runner_args:
-            # The inline runner runs its tasks one after another: splitting for 2 cores
-            # only adds tasks, each setting its job up again.
-            runner_args = ['--num-cores', '1'] + runner_args
-        args = ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
-                self.fs.local_path(tmp) if self.runner != 'hadoop' else tmp,
-                ] + runner_args + list(extra_args) + list(inputs)
-        job = job_cls(args=args)
+        args = self.job_args(runner_name, tmp, extra_args, inputs)
         start = time.monotonic()
         try:
-            with job.make_runner() as runner:
-                runner.run()
-                counters = runner.counters()
+            if runner_name == 'hadoop' and len(job_cls(args=args).steps()) > 1:
+                counters, runner_name = hadoop.run_cut(self, job_cls, tmp, extra_args, inputs)
+            else:
+                counters = self.run_job(job_cls, args)
         except Exception as e:
             # One line, whatever mrjob's message holds: the step, why, and how to rerun it.
             raise StepFailed('step %s failed: %s: %s (job %s %s)' % (
@@ -228,6 +221,22 @@ class Crawl:
         self.fs.write_text(self.path('state.json'), json.dumps(
             {'last_completed_step': name, 'output': final}))
         return step
+
+    def job_args(self, runner_name, out, extra_args, inputs):
+        runner_args = self.runner_args if runner_name == self.runner else self.user_args
+        if runner_name == 'inline' and '--num-cores' not in runner_args:
+            # The inline runner runs its tasks one after another: splitting for 2 cores
+            # only adds tasks, each setting its job up again.
+            runner_args = ['--num-cores', '1'] + runner_args
+        return ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
+                self.fs.local_path(out) if self.runner != 'hadoop' else out,
+                ] + runner_args + list(extra_args) + list(inputs)
+
+    @staticmethod
+    def run_job(job_cls, args):
+        with job_cls(args=args).make_runner() as runner:
+            runner.run()
+            return runner.counters()
 
     def fetch_ended(self):
         """Note when a fetch step ended: each host's last request of the layer ended

@@ -302,3 +302,22 @@ def one_fetch_reducer(conf, urls, hosts, cpu):
     if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2:
         return False
     return urls * cpu / 2 <= CONTAINER_SECONDS or hosts * cpu <= conf['politeness']['delay']
+
+
+def run_cut(crawl, job_cls, out, extra_args, inputs):
+    """A multi-step job of a Hadoop crawl (drivers/crawl.py run_step), cut after its
+    first step: that step on YARN, the others in the driver if it handed on little
+    (Crawl.runner_for's rule for a whole job), else on YARN too. Hive's automatic local
+    mode decides stage by stage the same way. The merge's first step reads the pages,
+    its six others only their summaries: six YARN jobs fewer. Returns (every step's
+    counters, the runners)."""
+    first = out + '.first'
+    crawl.fs.rm(first)
+    extra_args = list(extra_args)
+    counters = crawl.run_job(job_cls, crawl.job_args(
+        'hadoop', first, extra_args + ['--step-range', '0:1'], inputs))
+    rest = crawl.runner_for(job_cls, [first])
+    counters += crawl.run_job(job_cls, crawl.job_args(
+        rest, out, extra_args + ['--step-range', '1:'], [first]))
+    crawl.fs.rm(first)
+    return counters, 'hadoop' if rest == 'hadoop' else 'hadoop+inline'

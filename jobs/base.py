@@ -63,6 +63,48 @@ class CrawlJob(MRJob):
         self.add_file_arg('--crawl-conf', help='Resolved configuration (JSON) the driver wrote.')
         self.add_passthru_arg('--layer', type=int, default=0,
                               help='Crawl layer this run belongs to. Default: %(default)s')
+        self.add_passthru_arg('--step-range', default='',
+                              help='Run only steps FIRST:END of this job (a Python slice, '
+                              'e.g. 0:1 or 1:); where the range cuts the job, input or '
+                              'output are the shuffle\'s key<TAB>value lines. A Hadoop '
+                              'crawl cuts a job whose first step hands on little '
+                              '(Crawl.run_job). Default: every step.')
+
+    # -- a range of the steps (--step-range) ------------------------------------------
+    # mrjob reads a job's steps through exactly these two methods (mrjob/job.py).
+
+    def _step_range(self):
+        first, _, end = self.options.step_range.partition(':')
+        return int(first or 0), int(end) if end else None
+
+    def _ranged_steps(self):
+        steps = self.steps()
+        if not self.options.step_range:
+            return steps
+        first, end = self._step_range()
+        return steps[first:end]
+
+    def _get_step(self, step_num, expected_type):
+        steps = self._ranged_steps()
+        if not 0 <= step_num < len(steps):
+            raise ValueError('Out-of-range step: %d' % step_num)
+        if not isinstance(steps[step_num], expected_type):
+            raise TypeError('Step %d is not a %s' % (step_num, expected_type.__name__))
+        return steps[step_num]
+
+    def _steps_desc(self):
+        return [step.description(n) for n, step in enumerate(self._ranged_steps())]
+
+    def input_protocol(self):
+        if self.options.step_range and self._step_range()[0] > 0:
+            return self.internal_protocol()     # the steps before wrote the shuffle's lines
+        return super().input_protocol()
+
+    def output_protocol(self):
+        end = self._step_range()[1] if self.options.step_range else None
+        if end is not None and end < len(self.steps()):
+            return self.internal_protocol()     # for the steps after
+        return super().output_protocol()
 
     @property
     def conf(self):

@@ -130,3 +130,45 @@ def test_mrjob_webhdfs_filesystem_and_ship(tmp_path):
             os.path.basename(first)]                     # no temporary file left
     finally:
         fs.rm(base)
+
+
+@pytest.mark.hadoop
+def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
+    """drivers/hadoop.py run_cut: the merge of a Hadoop crawl whose pages are over
+    hadoop.local_max_bytes runs its first step on YARN and, that step having handed on
+    less than the limit, its six others in the driver: the same merge_map records as
+    the local runner's merge of the same pages."""
+    from drivers.crawl import Crawl
+    from drivers.hdfs import WebHDFS
+    from jobs.merge import MRMerge
+    from tests.conftest import crawl_site, read_records, test_conf
+    local_out, _ = crawl_site(site, tmp_path, test_conf(), depth=1)
+    names = sorted(os.listdir(os.path.join(local_out, 'out'))) + ['anchors']
+    sizes = 0
+    base = 'hdfs:///mrcrawl-it/cut-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(base)
+    try:
+        for n in names:
+            folder = os.path.join(local_out, 'out', n) if n != 'anchors' else \
+                os.path.join(local_out, 'anchors')
+            for part in os.listdir(folder):
+                if not part.startswith(('_', '.')):
+                    fs.client.upload(fs._p('%s/in/%s/%s' % (base, n, part)),
+                                     os.path.join(folder, part))
+                    sizes += os.path.getsize(os.path.join(folder, part))
+        conf = test_conf('hadoop.local_max_bytes=%d' % (sizes - 1))
+        crawl = Crawl(base + '/crawl', conf, runner='hadoop', progress=lambda m: None)
+        crawl.prepare()
+        step = crawl.run_step('merge', MRMerge, ['%s/in/%s' % (base, n) for n in names],
+                              crawl.path('merge_map'))
+        assert step['runner'] == 'hadoop+inline'
+        got = [json.loads(l) for p in fs.listdir(crawl.path('merge_map'))
+               if not p.startswith(('_', '.'))
+               for l in fs.read_text(crawl.path('merge_map', p)).splitlines() if l.strip()]
+        want = read_records(os.path.join(local_out, 'merge_map'))
+        assert got and sorted(got, key=json.dumps) == sorted(want, key=json.dumps)
+        assert not fs.exists(crawl.path('tmp', 'merge.first'))
+        local_counters = json.load(open(os.path.join(local_out, 'steps', 'merge.json')))
+        assert step['counters']['merge'] == local_counters['counters']['merge']
+    finally:
+        fs.rm(base)

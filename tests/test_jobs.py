@@ -111,6 +111,37 @@ def test_merge_folds_exact_duplicates_and_redirects(conf_file):
     assert counters['merge']['exact_duplicates_total'] == 2
 
 
+def test_a_job_cut_into_step_ranges_gives_the_same_records(conf_file):
+    """--step-range (a Hadoop crawl cuts a multi-step job after its first step): MRMerge
+    as steps 0:1 then 1:, the first range's key/value lines the second's input, gives
+    the records and counters of the whole job."""
+    from tests.test_merge import article, flip_words
+    text = article(3)
+    pages = [page('http://h/a', digest='D1', links=['http://h/b']),
+             page('https://h/copy', digest='D1'),
+             page('http://h/r', final_url='http://h/t', digest='D2'),
+             page('http://h/t', digest='D2', fetch_time='2026-11-30T00:00:01Z'),
+             page('http://h/n1', digest='N1', text=text),
+             page('http://h/n2', digest='N2', text=flip_words(text, 1))]
+    whole, counters = run_job(MRMerge, conf_file, pages)
+
+    def run(args, stdin):
+        job = MRMerge(['-r', 'inline', '--crawl-conf', conf_file] + args)
+        job.sandbox(stdin=io.BytesIO(stdin))
+        with job.make_runner() as runner:
+            runner.run()
+            return b''.join(runner.cat_output()), runner.counters(), job
+    lines = ''.join(json.dumps(p) + '\n' for p in pages).encode()
+    first, c1, _ = run(['--step-range', '0:1'], lines)
+    assert first and all(b'\t' in line for line in first.splitlines())   # key<TAB>value
+    rest, c2, job = run(['--step-range', '1:'], first)
+    assert len(job.steps()) == 7 and len(job._steps_desc()) == 6
+    cut = [v for _, v in job.parse_output([rest])]
+    assert sorted(cut, key=json.dumps) == sorted(whole, key=json.dumps)
+    assert C.merge_steps(c1 + c2) == counters
+    assert any(m.get('near_duplicates') or m.get('duplicates') for m in whole)
+
+
 def test_optimize_counts_retries_until_a_success(conf_file):
     db = [{'kind': 'db', 'url': 'http://h/x', 'status': 'unfetched', 'depth': 1}]
     for expected, status in ((1, 'network_error'), (2, 'deferred'), (0, 'fetched')):
