@@ -36,7 +36,7 @@ recrawl: $(STAMP)  ## Re-fetch the pages of OUT whose interval has passed; XML o
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
 	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
 
-test: $(STAMP)  ## Run every test: starts the single-node Hadoop, runs pytest, stops Hadoop
+test: $(STAMP)  ## Run every test: starts the test Hadoop (2 worker nodes), runs pytest, stops it
 	bash hadoop/up.sh || { rc=$$?; bash hadoop/down.sh; exit $$rc; }
 	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
 
@@ -49,10 +49,10 @@ bench-parse: $(STAMP)  ## HTML parse + link extraction speed on the python3-doc 
 fuzz: $(STAMP)  ## Fuzz the HTML-to-records path with atheris (FUZZ_SECONDS, default 600)
 	mkdir -p fuzz/corpus && $(BIN)/python fuzz/fuzz_parse.py -max_total_time=$(or $(FUZZ_SECONDS),600) -rss_limit_mb=2048 -max_len=65536 -timeout=20 fuzz/corpus fuzz/seeds
 
-hadoop-up:  ## Assemble (once, with Maven) and start a single-node Hadoop on loopback
+hadoop-up:  ## Assemble (once, with Maven) and start a Hadoop on loopback (2 worker nodes)
 	bash hadoop/up.sh
 
-hadoop-down:  ## Stop the single-node Hadoop
+hadoop-down:  ## Stop the test Hadoop
 	bash hadoop/down.sh
 
 clean:  ## Remove the virtual environment and local crawl outputs

@@ -47,7 +47,7 @@ bench-summary:  ## Rebuild bench/results/summary.md from the results JSON
 bench-nutch:  ## Build Apache Nutch 1.20 (local runtime + YARN job file) in bench/work/nutch
 	bash bench/nutch/setup.sh
 
-# The Hadoop path (issue 17): the single-node cluster, then mrcrawl on YARN (small jobs
+# The Hadoop path (issue 17): the test cluster, then mrcrawl on YARN (small jobs
 # in the driver, and every job on YARN), its local runner, Nutch in local mode and on the
 # same YARN, each point in one run with a trivial streaming job's time (the floor).
 BENCH_YARN_POINTS ?= yarn20 cpu1x

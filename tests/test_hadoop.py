@@ -237,7 +237,7 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     try:
         fs.client.status('/')
     except Exception as e:
-        pytest.fail('the single-node Hadoop is not reachable over WebHDFS (%s): %s' % (
+        pytest.fail('the test Hadoop is not reachable over WebHDFS (%s): %s' % (
             fs.client.url, e))
 
     with FixtureSite() as site:

@@ -1,5 +1,5 @@
 """The hadoop runner's parts (drivers/hadoop.py, drivers/hdfs.py MrjobWebHDFS, the jobs'
-per-job Hadoop settings). The tests marked ``hadoop`` use the real single-node cluster
+per-job Hadoop settings). The tests marked ``hadoop`` use the real test cluster
 (``make test`` starts it); the others need none."""
 import json
 import os
