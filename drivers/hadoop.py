@@ -133,16 +133,25 @@ class HadoopRunner(HadoopJobRunner):
         containers it is retried (mapreduce.*.maxattempts): the re-run gives that back,
         for the job's fixed cost once more. A fetch re-run is what a retried fetch
         reducer does too: it fetches its hosts again, politely."""
+        out = hadoop_args[hadoop_args.index('-output') + 1]
+        existed = self.fs.exists(out)
         returncode, interp = super()._run_hadoop(hadoop_args, env, record_callback)
-        if returncode and self._ran_uber(hadoop_args):
-            out = hadoop_args[hadoop_args.index('-output') + 1]
+        # Only a job that was submitted (Hadoop refuses an existing output folder
+        # before that: it is never removed here) and could have run uber.
+        if not returncode or existed or not interp.get('job_id'):
+            return returncode, interp
+        try:
+            if not self._ran_uber(hadoop_args):
+                return returncode, interp
             log.warning('%s failed in uber mode (one attempt per task): running it '
-                        'again in task containers', interp.get('job_id', 'the job'))
+                        'again in task containers', interp['job_id'])
             if self.fs.exists(out):
                 self.fs.rm(out)
-            args = [self.UBER_OFF if a == self.UBER_ON else a for a in hadoop_args]
-            returncode, interp = super()._run_hadoop(args, env, record_callback)
-        return returncode, interp
+        except Exception as e:      # HDFS unreachable: the step's own failure stands
+            log.warning('not running %s again: %s', interp['job_id'], e)
+            return returncode, interp
+        args = [self.UBER_OFF if a == self.UBER_ON else a for a in hadoop_args]
+        return super()._run_hadoop(args, env, record_callback)
 
 
 def build_dir():

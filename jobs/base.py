@@ -74,8 +74,15 @@ class CrawlJob(MRJob):
     # mrjob reads a job's steps through exactly these two methods (mrjob/job.py).
 
     def _step_range(self):
-        first, _, end = self.options.step_range.partition(':')
-        return int(first or 0), int(end) if end else None
+        first, colon, end = self.options.step_range.partition(':')
+        try:
+            first, end = int(first or 0), int(end) if end else len(self.steps())
+        except ValueError:
+            first = end = -1
+        if not colon or not 0 <= first < end <= len(self.steps()):
+            raise ValueError('--step-range %r: want FIRST:END with 0 <= FIRST < END <= %d' % (
+                self.options.step_range, len(self.steps())))
+        return first, end
 
     def _ranged_steps(self):
         steps = self.steps()
@@ -101,8 +108,7 @@ class CrawlJob(MRJob):
         return super().input_protocol()
 
     def output_protocol(self):
-        end = self._step_range()[1] if self.options.step_range else None
-        if end is not None and end < len(self.steps()):
+        if self.options.step_range and self._step_range()[1] < len(self.steps()):
             return self.internal_protocol()     # for the steps after
         return super().output_protocol()
 

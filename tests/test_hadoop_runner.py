@@ -172,3 +172,54 @@ def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
         assert step['counters']['merge'] == local_counters['counters']['merge']
     finally:
         fs.rm(base)
+
+
+def test_the_uber_rerun_never_removes_an_output_that_was_there(monkeypatch):
+    """HadoopRunner._run_hadoop runs a failed step again only if Hadoop took the job
+    (a job id) into an output folder that did not exist before: a folder that existed
+    (Hadoop refuses it) is never removed. (Hadoop's part is a recorded stand-in here;
+    tests/test_hadoop.py runs the real re-runs on the cluster.)"""
+    from mrjob.hadoop import HadoopJobRunner
+    calls, removed = [], []
+
+    class FS:
+        def __init__(self, present):
+            self.present = present
+
+        def exists(self, path):
+            return path in self.present
+
+        def du(self, path):
+            return 10
+
+        def rm(self, path):
+            removed.append(path)
+
+    def hadoop_jar(self, args, env, record_callback):
+        calls.append(list(args))
+        self._fs.present.add('hdfs:///out')          # the failed attempt made the folder
+        return (1 if len(calls) == 1 else 0), ({'job_id': 'job_1'} if self.submitted else {})
+    monkeypatch.setattr(HadoopJobRunner, '_run_hadoop', hadoop_jar)
+    args = ['-D', hadoop.HadoopRunner.UBER_ON, '-D', 'mapreduce.job.ubertask.maxbytes=100',
+            '-input', 'hdfs:///in', '-output', 'hdfs:///out']
+
+    def run(present, submitted=True):
+        calls.clear()
+        removed.clear()
+        runner = hadoop.HadoopRunner.__new__(hadoop.HadoopRunner)
+        runner._fs, runner.submitted = FS(set(present)), submitted
+        return runner._run_hadoop(args, {}, None)[0]
+    assert run([]) == 0 and len(calls) == 2 and removed == ['hdfs:///out']
+    assert hadoop.HadoopRunner.UBER_OFF in calls[1] and hadoop.HadoopRunner.UBER_ON not in calls[1]
+    assert run(['hdfs:///out']) == 1 and len(calls) == 1 and not removed
+    assert run([], submitted=False) == 1 and len(calls) == 1 and not removed
+
+
+def test_step_range_is_checked(tmp_path):
+    from jobs.merge import MRMerge
+    path = conf_file(tmp_path)
+    assert MRMerge(['--crawl-conf', path, '--step-range', '1:'])._step_range() == (1, 7)
+    assert len(MRMerge(['--crawl-conf', path, '--step-range', '0:1'])._steps_desc()) == 1
+    for bad in ('1', '3:2', '0:8', 'a:', '-1:'):
+        with pytest.raises(ValueError, match='step-range'):
+            MRMerge(['--crawl-conf', path, '--step-range', bad])._step_range()
