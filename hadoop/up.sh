@@ -338,7 +338,13 @@ fi
 
 # A cluster started before nodes had numbers: stop its one DataNode and NodeManager.
 for n in datanode nodemanager; do
-  if alive "$n"; then log "stopping $n (renamed ${n}1)"; kill "$(cat "$PIDS/$n.pid")"; sleep 3; fi
+  if alive "$n"; then
+    log "stopping $n (renamed ${n}1)"
+    pid="$(cat "$PIDS/$n.pid")"
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
   rm -f "$PIDS/$n.pid"
 done
 specs=("namenode:hdfs:8020" "resourcemanager:yarn:8032")
