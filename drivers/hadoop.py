@@ -91,13 +91,17 @@ class HadoopRunner(HadoopJobRunner):
         it, and its input is within the limit)? Then one map task is enough: in uber
         mode the maps run one after another, each a Python process started again."""
         if not hasattr(self, '_small'):
-            jc = self._opts['jobconf']
-            self._small = False
-            if jc.get('mapreduce.job.ubertask.enable') == 'true' and \
-                    not self._hadoop_input_format:
-                limit = int(jc.get('mapreduce.job.ubertask.maxbytes', 0))
-                self._small = sum(self.fs.du(p) for p in self._input_paths) <= limit
+            self._small = not self._hadoop_input_format and \
+                self._within_uber_limit(self._opts['jobconf'], self._input_paths)
         return self._small
+
+    def _within_uber_limit(self, jobconf, paths):
+        """Uber mode asked for (CrawlJob.jobconf), and *paths* hold at most
+        mapreduce.job.ubertask.maxbytes?"""
+        if jobconf.get('mapreduce.job.ubertask.enable') != 'true':
+            return False
+        limit = int(jobconf.get('mapreduce.job.ubertask.maxbytes', 0))
+        return sum(self.fs.du(p) for p in paths) <= limit
 
     def _jobconf_for_step(self, step_num):
         jobconf = super()._jobconf_for_step(step_num)
@@ -119,12 +123,9 @@ class HadoopRunner(HadoopJobRunner):
         most one reducer, input within mapreduce.job.ubertask.maxbytes."""
         jc = dict(args[i + 1].partition('=')[::2] for i, a in enumerate(args[:-1])
                   if a == '-D')
-        if jc.get('mapreduce.job.ubertask.enable') != 'true' or \
-                int(jc.get('mapreduce.job.reduces', 1)) > 1:
-            return False
         inputs = [args[i + 1] for i, a in enumerate(args[:-1]) if a == '-input']
-        limit = int(jc.get('mapreduce.job.ubertask.maxbytes', 0))
-        return sum(self.fs.du(p) for p in inputs) <= limit
+        return int(jc.get('mapreduce.job.reduces', 1)) <= 1 and \
+            self._within_uber_limit(jc, inputs)
 
     def _run_hadoop(self, hadoop_args, env, record_callback):
         """Run one step; if it failed after running in uber mode, run it once more in

@@ -68,7 +68,7 @@ class CrawlJob(MRJob):
                               'e.g. 0:1 or 1:); where the range cuts the job, input or '
                               'output are the shuffle\'s key<TAB>value lines. A Hadoop '
                               'crawl cuts a job whose first step hands on little '
-                              '(Crawl.run_job). Default: every step.')
+                              '(drivers/hadoop.py run_cut). Default: every step.')
 
     # -- a range of the steps (--step-range) ------------------------------------------
     # mrjob reads a job's steps through exactly these two methods (mrjob/job.py).
