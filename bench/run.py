@@ -16,13 +16,19 @@ Each crawler runs as a child process in its own session; a sampler reads every p
 of its tree every 0.2 s (VmHWM from /proc, the kernel's own peak, so short peaks between
 samples are not missed): the driver (the process started) and the largest other process
 (a task) are reported apart. CPU seconds are the child's rusage (it and every descendant
-it waited for). Wall time is from start to exit. Every crawl has a time limit
-(--timeout) after which its process group is killed and the run is marked failed.
+it waited for). On YARN the tasks are the NodeManagers' children, outside that tree, so
+two more figures: the machine's busy CPU seconds over the crawl (/proc/stat) less
+nginx's and less the idle rate measured for 10 s before (crawl_machine_cpu_seconds: the
+client, the containers and the daemons' work for the crawl), and each container's peak
+resident memory, sampled with its whole process tree (containers). Wall time is from
+start to exit. Every crawl has a time limit (--timeout) after which its process group is
+killed and the run is marked failed.
 """
 import argparse
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -95,10 +101,94 @@ def _hwm(pid):
     return None
 
 
-def measure(cmd, timeout, env=None, cwd=ROOT, log_path=None):
-    """Run *cmd*, sample its process tree; return wall, cpu, memory and exit status."""
+def machine_busy_seconds():
+    """CPU seconds this machine has spent busy since boot, over every core (/proc/stat:
+    all but idle and iowait)."""
+    with open('/proc/stat') as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    busy = sum(fields) - fields[3] - fields[4]
+    return busy / os.sysconf('SC_CLK_TCK')
+
+
+def idle_busy_rate(seconds=10.0):
+    """Busy CPU seconds per second of this machine while no crawl runs (the daemons of a
+    running test cluster, anything else): subtracted from a crawl's machine CPU."""
+    b0, t0 = machine_busy_seconds(), time.monotonic()
+    time.sleep(seconds)
+    return (machine_busy_seconds() - b0) / (time.monotonic() - t0)
+
+
+_CONTAINER = re.compile(r'(container_(?:e\d+_)?\d+_\d+_\d+_\d+)')
+
+
+class ContainerSampler:
+    """Peak resident memory of each YARN container of the local test cluster: the
+    process tree under each NodeManager's child (launch script, task or AM JVM, and the
+    Python it streams to), summed per sample. A task's own counters cannot give this:
+    Hadoop samples the tree every few seconds and loses a Python child that exits
+    between samples."""
+
+    def __init__(self):
+        self.peaks = {}      # container id -> [peak bytes, kind]
+        self._nms = None
+
+    def nodemanagers(self):
+        if self._nms is None:
+            self._nms = [p for p in psutil.process_iter(['cmdline']) if any(
+                'nodemanager.NodeManager' in a for a in (p.info['cmdline'] or ()))]
+        return self._nms
+
+    def sample(self):
+        for nm in self.nodemanagers():
+            try:
+                launchers = nm.children()
+            except psutil.Error:
+                self._nms = None      # a NodeManager went away: look again next time
+                continue
+            for top in launchers:
+                total, cid, kind = 0, None, 'task'
+                try:
+                    procs = [top] + top.children(recursive=True)
+                except psutil.Error:
+                    continue
+                for pr in procs:
+                    try:
+                        total += pr.memory_info().rss
+                        argv = ' '.join(pr.cmdline())
+                    except psutil.Error:
+                        continue
+                    m = _CONTAINER.search(argv)
+                    cid = cid or (m and m.group(1))
+                    if 'MRAppMaster' in argv:
+                        kind = 'am'
+                if cid is None:
+                    continue
+                peak = self.peaks.setdefault(cid, [0, kind])
+                peak[0] = max(peak[0], total)
+                if kind == 'am':
+                    peak[1] = 'am'
+
+    def summary(self):
+        if not self.peaks:
+            return None
+        by_kind = {}
+        for cid, (peak, kind) in self.peaks.items():
+            by_kind.setdefault(kind, []).append((peak, cid))
+        out = {'containers_seen': len(self.peaks)}
+        for kind, peaks in by_kind.items():
+            peak, cid = max(peaks)
+            out['%s_peak_mb' % kind] = round(peak / 2**20, 1)
+            out['%s_peak_container' % kind] = cid
+            out['%s_containers' % kind] = len(peaks)
+        return out
+
+
+def measure(cmd, timeout, env=None, cwd=ROOT, log_path=None, containers=None):
+    """Run *cmd*, sample its process tree (and with *containers*, a ContainerSampler,
+    the cluster's containers); return wall, cpu, memory and exit status."""
     out = open(log_path, 'wb') if log_path else subprocess.DEVNULL
     start = time.monotonic()
+    busy0 = machine_busy_seconds()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)
     root = psutil.Process(proc.pid)
@@ -143,8 +233,11 @@ def measure(cmd, timeout, env=None, cwd=ROOT, log_path=None):
             elif hwm > peaks[pr.pid][0]:
                 peaks[pr.pid] = (hwm, peaks[pr.pid][1])
         tree_peak = max(tree_peak, total)
+        if containers is not None:
+            containers.sample()
         time.sleep(0.2)
     wall = time.monotonic() - start
+    machine_busy = machine_busy_seconds() - busy0
     if log_path:
         out.close()
     driver = peaks.get(proc.pid, (0, ''))[0]
@@ -170,6 +263,8 @@ def measure(cmd, timeout, env=None, cwd=ROOT, log_path=None):
         'top_task_peaks': [{'mb': round(b / 2**20, 1), 'cmd': c[:120]} for b, c in others[:5]],
         'tree_peak_rss_mb': round(tree_peak / 2**20, 1),
         'processes_seen': len(procs_seen),
+        'machine_busy_seconds': round(machine_busy, 3),
+        'containers': containers.summary() if containers is not None else None,
     }
 
 
@@ -367,12 +462,20 @@ def run_point(name, crawlers, timeout, src='worktree', settings=()):
         started = time.strftime('%Y-%m-%dT%H:%M:%S')
         print('%s: %s crawling %d reachable URLs...' % (name, crawler, len(manifest['reachable'])),
               flush=True)
+        idle_rate = idle_busy_rate()
         with Nginx(web, os.path.join(WORK, 'nginx'), PORT, log) as server:
             cpu0 = server.cpu_seconds()
             m = measure(crawl_cmd(crawler, web, p, out, settings), timeout, env=env,
                         cwd=pythonpath or ROOT,
-                        log_path=os.path.join(WORK, 'logs', '%s-%s.stdout' % (name, crawler)))
+                        log_path=os.path.join(WORK, 'logs', '%s-%s.stdout' % (name, crawler)),
+                        containers=ContainerSampler() if crawler.endswith('-yarn')
+                        or crawler == 'mrcrawl-yarn-all' else None)
             m['nginx_cpu_seconds'] = round(server.cpu_seconds() - cpu0, 3)
+        # Every CPU second the crawl cost this machine: its client, its YARN containers
+        # and the cluster's daemons at work for it, less nginx and the idle rate.
+        m['idle_busy_per_second'] = round(idle_rate, 3)
+        m['crawl_machine_cpu_seconds'] = round(
+            m['machine_busy_seconds'] - m['nginx_cpu_seconds'] - idle_rate * m['wall_seconds'], 3)
         m['nginx_errors'] = server.errors()
         if m['nginx_errors']:
             print('%s: %s: nginx logged %d error(s) at level crit or worse (%s): the server '
@@ -388,6 +491,8 @@ def run_point(name, crawlers, timeout, src='worktree', settings=()):
         pages = a['pages']
         m['pages_per_second'] = round(pages / m['wall_seconds'], 2) if pages else 0
         m['cpu_seconds_per_page'] = round(m['cpu_seconds'] / pages, 5) if pages else None
+        m['machine_cpu_seconds_per_page'] = round(
+            m['crawl_machine_cpu_seconds'] / pages, 5) if pages else None
         m['wall_seconds_per_page'] = round(m['wall_seconds'] / pages, 5) if pages else None
         if delay:
             layered = crawler.startswith('mrcrawl')
@@ -408,7 +513,8 @@ def run_point(name, crawlers, timeout, src='worktree', settings=()):
         print(json.dumps({crawler: {k: m[k] for k in (
             'exit_status', 'wall_seconds', 'cpu_seconds', 'pages', 'coverage',
             'pages_per_second', 'driver_peak_mb', 'task_peak_mb', 'robots_violations',
-            'politeness_violations')}}), flush=True)
+            'politeness_violations', 'crawl_machine_cpu_seconds',
+            'machine_cpu_seconds_per_page', 'containers')}}), flush=True)
     os.makedirs(RESULTS, exist_ok=True)
     path = os.path.join(RESULTS, name + '.json')
     if os.path.exists(path):   # crawlers not rerun keep their last result
