@@ -34,10 +34,16 @@ fetched page) are outside both caps: they are keyed apart from their host's page
 ``generated_resources_total``). Their number is bounded where they are named
 (``parse.max_resources_per_page``) and only fetched pages name any.
 
-Re-crawl mode (``--recrawl-at TIME``, used by ``mrcrawl recrawl``): instead of unfetched
-URLs, select the fetched ones whose last fetch + ``fetch_interval`` is not after TIME,
-with what a conditional request needs (``etag``, ``last_modified``) and what the page
-was (``prev``: digest, fields checksum) so that changes can be told apart.
+Cycle mode (``--recrawl-at TIME``: the first layer of a crawl's second and later
+cycles, drivers/crawl.py): besides the unfetched URLs, select the known ones whose last
+fetch + ``fetch_interval`` is not after TIME (all of them when ``recrawl.interval`` is
+0), with what a conditional request needs (``etag``, ``last_modified``) and what the
+page was (``prev``: digest, fields checksum) so that changes can be told apart. A URL
+whose last fetch failed transiently is tried again whenever a cycle starts.
+
+``--inject``: some inputs are seed ``url`` records (a cycle's seeds file); a first step
+joins them with the database on the URL, so a seed already known is not fetched again
+(unless due) and a new one becomes an unfetched URL at depth 0.
 
 Run alone::
 
@@ -99,11 +105,17 @@ class MRGenerate(CrawlJob):
                               help='Deepest layer to generate (link hops from a seed). '
                                    'Default: %(default)s')
         self.add_passthru_arg('--recrawl-at', metavar='TIME', default=None,
-                              help='Re-crawl mode: select fetched URLs due at TIME '
+                              help='Cycle mode: also select known URLs due at TIME '
                                    '(ISO-8601 UTC). Default: off.')
+        self.add_passthru_arg('--inject', action='store_true',
+                              help='Some inputs are seed url records: join them first.')
 
     def steps(self):
-        steps = [MRStep(mapper=self.mapper_select, reducer=self.reducer_cap_host)]
+        if self.options.inject:
+            steps = [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_inject),
+                     MRStep(mapper=self.mapper_select_rec, reducer=self.reducer_cap_host)]
+        else:
+            steps = [MRStep(mapper=self.mapper_select, reducer=self.reducer_cap_host)]
         if self.conf['generate']['top_n']:
             steps.append(MRStep(reducer=self.reducer_top_n,
                                 jobconf={'mapreduce.job.reduces': 1}))
@@ -111,49 +123,92 @@ class MRGenerate(CrawlJob):
 
     def mapper_select(self, _, line):
         """db or pagerank line -> (host, candidate or [pagerank marker])."""
-        if self.options.recrawl_at:
-            yield from self.mapper_due(line)
-            return
         for db in self.records(line, 'db', 'pagerank'):
-            if db['kind'] == 'pagerank':
-                yield urls.host(db['url']), ['pr', db['url'], db['pagerank']]
-                continue
-            if db['status'] != R.DB_UNFETCHED:
-                continue
-            if db['depth'] > self.options.max_depth:
-                self.count(C.BEYOND_DEPTH)
-                continue
-            extra = _resource_extra(db)
-            yield (urls.host(db['url']) if extra is None else RESOURCE_KEY), [
-                db['depth'], db['url'], db.get('inlinks') or 0,
-                db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
+            yield from self.select(db)
 
-    def mapper_due(self, line):
-        """db line -> (host, candidate), for fetched URLs due for a re-fetch."""
-        now = _parse_time(self.options.recrawl_at)
-        default_interval = self.conf['recrawl']['interval']
-        for db in self.records(line, 'db'):
-            if db['status'] not in (R.DB_FETCHED, R.DB_REDIRECTED) or not db.get('last_fetch'):
-                continue
-            if db.get('reason') == 'redirect_target':
-                continue     # known only as a redirect's end: its source is re-fetched
-            interval = db.get('fetch_interval') or default_interval
-            if (now - _parse_time(db['last_fetch'])).total_seconds() < interval:
+    def mapper_select_rec(self, _, db):
+        yield from self.select(db)
+
+    def mapper_by_url(self, _, line):
+        """db, seed url or pagerank line -> (url, record), for the seeds' join."""
+        for rec in self.records(line, 'db', 'url', 'pagerank'):
+            yield rec['url'], rec
+
+    def reducer_inject(self, url, recs):
+        """(url, its db record and seed records) -> the db record, or a new unfetched
+        one at depth 0 for a seed the database does not know."""
+        db = seed = None
+        for rec in recs:
+            if rec['kind'] == 'url':
+                seed = rec
+            elif rec['kind'] == 'db':
+                db = rec
+            else:
+                yield None, rec          # pagerank: passes on
+        if db is None and seed is not None:
+            self.count(C.INJECTED_NEW)
+            db = {'kind': 'db', 'url': url, 'status': R.DB_UNFETCHED, 'depth': 0,
+                  'inlinks': 0, 'score': 1.0}
+        elif seed is not None:
+            self.count(C.INJECTED_KNOWN)
+        if db is not None:
+            yield None, db
+
+    def select(self, db):
+        """A db (or pagerank) record -> (host, candidate or [pagerank marker]): an
+        unfetched URL within the depth, or in cycle mode a known one that is due."""
+        if db['kind'] == 'pagerank':
+            yield urls.host(db['url']), ['pr', db['url'], db['pagerank']]
+            return
+        if db['status'] != R.DB_UNFETCHED:
+            if self.options.recrawl_at:
+                yield from self.due(db)
+            return
+        if db['depth'] > self.options.max_depth:
+            self.count(C.BEYOND_DEPTH)
+            return
+        extra = _resource_extra(db)
+        yield (urls.host(db['url']) if extra is None else RESOURCE_KEY), [
+            db['depth'], db['url'], db.get('inlinks') or 0,
+            db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
+
+    #: Known statuses a cycle fetches again once their interval passed (a transient
+    #: failure: at once; gone or denied: after recrawl.max_interval); filtered URLs
+    #: stay out.
+    DUE_STATUSES = (R.DB_FETCHED, R.DB_REDIRECTED, R.DB_GONE, R.DB_DENIED, R.DB_FAILED)
+
+    def due(self, db):
+        """A known db record -> (host, candidate) if it is due for a re-fetch."""
+        if db['status'] not in self.DUE_STATUSES or db['depth'] > self.options.max_depth:
+            return
+        if db.get('reason') == 'redirect_target':
+            return     # known only as a redirect's end: its source is re-fetched
+        rc = self.conf['recrawl']
+        if rc['interval'] > 0 and db['status'] != R.DB_FAILED and db.get('last_fetch'):
+            if db['status'] in (R.DB_GONE, R.DB_DENIED):
+                # As Nutch's setPageGoneSchedule: a gone page is asked again rarely.
+                interval = rc['max_interval']
+            else:
+                interval = db.get('fetch_interval') or rc['interval']
+            age = (_parse_time(self.options.recrawl_at)
+                   - _parse_time(db['last_fetch'])).total_seconds()
+            if age < interval:
                 self.count(C.RECRAWL_NOT_DUE)
-                continue
-            self.count(C.RECRAWL_DUE)
-            extra = {'prev': {'digest': db.get('digest'),
-                              'fields_checksum': db.get('fields_checksum'),
-                              'status': db['status'], 'last_fetch': db['last_fetch']}}
+                return
+        self.count(C.RECRAWL_DUE)
+        extra = {'prev': {'digest': db.get('digest'),
+                          'fields_checksum': db.get('fields_checksum'),
+                          'status': db['status'], 'last_fetch': db.get('last_fetch')}}
+        if db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED):
             for key in ('etag', 'last_modified'):
                 if db.get(key):
                     extra[key] = db[key]
-            resource = _resource_extra(db)
-            if resource is not None:
-                extra.update(resource)
-            yield (urls.host(db['url']) if resource is None else RESOURCE_KEY), [
-                db['depth'], db['url'], db.get('inlinks') or 0,
-                db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
+        resource = _resource_extra(db)
+        if resource is not None:
+            extra.update(resource)
+        yield (urls.host(db['url']) if resource is None else RESOURCE_KEY), [
+            db['depth'], db['url'], db.get('inlinks') or 0,
+            db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
     def reducer_cap_host(self, host, values):
         """(host, candidates) -> its best candidates under filter.max_urls_per_host.

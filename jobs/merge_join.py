@@ -4,7 +4,8 @@ Reads ``merge_map`` records (merge_map/, MRMerge: one per distinct page, naming 
 folds into it) and the ``page`` records of every layer (out/*) again. Writes ``merged``
 records (merged/): for each merge_map record, its URL's latest fetch (the fetch MRMerge
 ranked: jobs.lib.merging.latest_key) with all its page fields, plus the map's
-duplicates, near_duplicates, canonical_duplicates, simhash, anchors and resources.
+duplicates, near_duplicates, canonical_duplicates, simhash, anchors and resources, and
+the crawl cycle (``cycle``) it describes.
 
 One step, keyed by URL after redirects. This is the only shuffle of whole page records
 in the merge: a URL folded into another page, and a leader URL's earlier fetches, end
@@ -28,6 +29,13 @@ MAP_FIELDS = ('duplicates', 'near_duplicates', 'canonical_duplicates', 'simhash'
 
 class MRMergeJoin(CrawlJob):
     COUNTER_GROUP = C.MERGE_JOIN
+
+    def configure_args(self):
+        super().configure_args()
+        self.add_passthru_arg('--cycle', type=int, default=1,
+                              help='The crawl cycle these merged records describe (their '
+                                   '``cycle`` field, which jobs/delta.py compares). '
+                                   'Default: %(default)s')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_join)]
@@ -66,6 +74,7 @@ class MRMergeJoin(CrawlJob):
             page[field] = found.get(field) or ([] if field != 'simhash' else None)
         page['resources'] = self.list_resources(found.get('resources') or [], named)
         page['kind'] = 'merged'
+        page['cycle'] = self.options.cycle
         self.count(C.JOIN_MERGED)
         yield None, page
 

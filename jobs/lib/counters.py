@@ -94,6 +94,8 @@ BEYOND_DEPTH = 'beyond_depth_total'
 OVER_TOP_N = 'over_top_n_total'            #: candidates past generate.top_n: stay unfetched
 RECRAWL_DUE = 'recrawl_due_total'          #: fetched URLs whose interval has passed
 RECRAWL_NOT_DUE = 'recrawl_not_due_total'  #: fetched URLs not due yet
+INJECTED_NEW = 'injected_new_total'        #: a cycle's seeds the database did not know
+INJECTED_KNOWN = 'injected_known_total'    #: a cycle's seeds it knew already
 OVER_HOST_CAP = 'over_host_cap_total'   #: left unfetched in crawldb by filter.max_urls_per_host
 
 # merge

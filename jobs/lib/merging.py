@@ -35,6 +35,25 @@ def classify(rec):
     return PAGE
 
 
+def definitive(rec):
+    """Does this fetch settle what its URL is now? A page (fetched: kept, or noindex,
+    or moved: final_url), gone (404, 410), a redirect, robots.txt's no, a filter's no.
+    A transient failure (5xx, network, robots.txt unreachable: deferred) or a 304 does
+    not: the URL's earlier definitive fetch still stands, as Nutch keeps a page until
+    its retries run out."""
+    status = rec.get('status')
+    if status == R.FETCH_HTTP_ERROR:
+        return rec.get('http_status') in (404, 410)
+    return status in (R.FETCH_FETCHED, R.FETCH_REDIRECTED, R.FETCH_ROBOTS_DENIED,
+                      R.FETCH_FILTERED)
+
+
+def current_key(rec):
+    """Sort key of a URL's fetches across cycles: the last one is its current fetch
+    (MRCurrent): the latest definitive fetch, else the latest of any kind."""
+    return (definitive(rec), latest_key(rec))
+
+
 def final_url(rec):
     return rec.get('final_url') or rec['url']
 

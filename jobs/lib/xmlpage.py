@@ -11,7 +11,7 @@ import re
 
 from lxml import etree
 
-SCHEMA_VERSION = '3'
+SCHEMA_VERSION = '4'
 _INVALID_XML_RE = re.compile(
     '[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
@@ -151,9 +151,14 @@ def _resources_xml(root, resources):
 
 
 def deletion_xml(rec):
-    """A ``deletion`` record (a re-crawl found the page gone) as one line of XML."""
+    """A ``deletion`` record (jobs/delta.py: a page of the last cycle is no page now) as
+    one line of XML."""
     root = etree.Element('deletion', version=SCHEMA_VERSION)
+    if rec.get('reason'):
+        root.set('reason', rec['reason'])
     _sub(root, 'url', rec['url'])
+    if rec.get('duplicate_of'):
+        _sub(root, 'duplicate_of', rec['duplicate_of'])
     _sub(root, 'fetch', http_status=str(rec.get('http_status') or ''),
          time=rec.get('fetch_time'))
     return etree.tostring(root, encoding='unicode')

@@ -1,0 +1,53 @@
+"""MRCurrent (MergeDriver, from a crawl's second cycle on): each URL's current fetch.
+
+Reads the ``page`` records of every layer of every cycle (out/*) and writes one per
+fetched URL (current/): its latest definitive fetch (jobs.lib.merging.definitive: a
+page, gone, a redirect, robots.txt's or a filter's no), else its latest fetch of any
+kind. A page fetched in cycle 1 that is 404, noindex or redirected in cycle 2 is then
+no longer a page for the merge, the index or the anchors; one that failed transiently
+(5xx, network) or answered 304 keeps its earlier page. ``body`` and ``raw_body`` are
+dropped (the merge never reads them; WARC files and doc/ keep them).
+
+In a crawl's first cycle each URL is fetched once and the merge reads out/* directly:
+this job runs only when a URL can have fetches from several cycles.
+
+Counters: ``current_total`` (URLs), ``superseded_total`` (fetches replaced by a later
+one of the same URL).
+
+Run alone::
+
+    python -m jobs.current --crawl-conf crawl/conf.json crawl/out/000 crawl/out/001 \\
+        -o /tmp/current
+"""
+from mrjob.step import MRStep
+
+from jobs.base import CrawlJob
+from jobs.lib import merging as M
+
+
+class MRCurrent(CrawlJob):
+    COUNTER_GROUP = 'current'
+
+    def steps(self):
+        return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_current)]
+
+    def mapper_by_url(self, _, line):
+        for rec in self.records(line, 'page'):
+            rec.pop('body', None)
+            rec.pop('raw_body', None)
+            yield rec['url'], rec
+
+    def reducer_current(self, url, recs):
+        best, n = None, 0
+        for rec in recs:
+            n += 1
+            if best is None or M.current_key(rec) > M.current_key(best):
+                best = rec
+        self.count('current_total')
+        if n > 1:
+            self.count('superseded_total', n - 1)
+        yield None, best
+
+
+if __name__ == '__main__':
+    MRCurrent.run()
