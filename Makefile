@@ -30,7 +30,7 @@ venv: $(STAMP)  ## Create the virtual environment (.venv) and install mrcrawl in
 crawl: $(STAMP)  ## Crawl SEEDS to DEPTH into OUT with RUNNER (default: local runner, ./crawl)
 	$(if $(filter hadoop,$(RUNNER)),. hadoop/env.sh && ,)$(BIN)/mrcrawl crawl --seeds $(SEEDS) --depth $(DEPTH) --out $(OUT) -r $(RUNNER) $(ARGS)
 
-recrawl: $(STAMP)  ## Re-fetch the pages of OUT whose interval has passed; XML of what changed
+recrawl: $(STAMP)  ## The next cycle of OUT without seeds: due pages, new links; delta XML
 	$(if $(filter hadoop,$(RUNNER)),. hadoop/env.sh && ,)$(BIN)/mrcrawl recrawl --out $(OUT) -r $(RUNNER) $(ARGS)
 
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)

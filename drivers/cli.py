@@ -3,7 +3,7 @@
     mrcrawl crawl --seeds FILE --depth N --out DIR [-r inline|local|hadoop]
                   [--conf FILE] [--set SECTION.KEY=VALUE ...]
     mrcrawl demo [--depth N] [--out DIR]
-    mrcrawl recrawl --out DIR [--at TIME] [-r ...] [--conf FILE] [--set ...]
+    mrcrawl recrawl --out DIR [--depth N] [--at TIME] [-r ...] [--conf FILE] [--set ...]
     mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE
     mrcrawl db stats OUT | mrcrawl db get OUT URL...
     mrcrawl report OUT [--output FILE] [--png-dir DIR]
@@ -21,10 +21,15 @@ from jobs.lib import config, sites
 EXIT_USAGE = 2
 
 
-def _add_crawl_options(p, seeds_required=True):
-    p.add_argument('--depth', type=int, default=3,
+def _add_crawl_options(p, depth_default=3):
+    p.add_argument('--depth', type=int, default=depth_default,
                    help='Link hops from the seeds to fetch: seeds are depth 0, so N+1 '
-                        'layers (as wget -l N, Scrapy DEPTH_LIMIT=N). Default: %(default)s')
+                        'layers (as wget -l N, Scrapy DEPTH_LIMIT=N). Default: %s' % (
+                            depth_default if depth_default is not None
+                            else "the last cycle's"))
+    p.add_argument('--at', metavar='TIME', default=None,
+                   help='Pretend it is TIME (ISO-8601 UTC, e.g. 2026-12-31T00:00:00Z) when '
+                        'a later cycle decides what is due again. Default: now.')
     p.add_argument('-r', '--runner', choices=('inline', 'local', 'hadoop'), default='local',
                    help='mrjob runner: inline (one process, for debugging), local '
                         '(subprocesses on this machine), hadoop (Hadoop Streaming on '
@@ -47,7 +52,12 @@ def build_parser():
     crawl = sub.add_parser('crawl', help='Crawl from seed URLs into an output folder.',
                            description='Crawl from seed URLs, layer by layer: fetch, '
                                        'parse, optimize per layer, then merge and xml. '
-                                       'Rerunning the same command resumes.')
+                                       'Rerunning the same command resumes an '
+                                       'interrupted crawl, or on a finished one runs the '
+                                       'next cycle: what is new (new seeds, a larger '
+                                       '--depth, links found last time) and what is due '
+                                       'again, then merged/, xml/ and the delta since the '
+                                       'last cycle (OUT/delta/CCC/xml).')
     crawl.add_argument('--seeds', required=True, metavar='FILE',
                        help='Seed URLs, one per line; blank lines and # comments skipped.')
     crawl.add_argument('--out', required=True, metavar='DIR',
@@ -62,17 +72,15 @@ def build_parser():
     _add_crawl_options(demo)
 
     recrawl = sub.add_parser(
-        'recrawl', help='Fetch again the pages whose re-fetch interval has passed.',
-        description='One re-crawl round of a finished crawl: select the pages whose last '
-                    'fetch + interval has passed, fetch them with conditional requests, '
-                    'adapt each interval (recrawl.*) and write XML only for pages that '
-                    'changed, plus deletion records for pages now gone, into '
-                    'OUT/recrawl/RRR/xml. Rerunning resumes an unfinished round.')
+        'recrawl', help='Run the next cycle of a crawl without new seeds.',
+        description='The next cycle of a finished crawl (what `mrcrawl crawl` does when '
+                    'rerun on it), with no seeds file and the last cycle\'s depth unless '
+                    '--depth is given: fetch what is new within the depth and what is due '
+                    'again (conditional requests; recrawl.*), rebuild merged/ and xml/, '
+                    'and write what changed to OUT/delta/CCC/xml. Rerunning resumes an '
+                    'unfinished cycle.')
     recrawl.add_argument('--out', required=True, metavar='DIR', help='The crawl output folder.')
-    recrawl.add_argument('--at', metavar='TIME', default=None,
-                         help='Pretend it is TIME (ISO-8601 UTC, e.g. 2026-12-31T00:00:00Z) '
-                              'when deciding what is due. Default: now.')
-    _add_crawl_options(recrawl)
+    _add_crawl_options(recrawl, depth_default=None)
 
     sub.add_parser('extract', add_help=False,
                    help='Show what a site configuration (conf/sites) extracts from one page: '
@@ -112,7 +120,7 @@ def run_crawl(args, seeds, out, extra_sets=()):
     progress = (lambda msg: None) if args.quiet else _print
     crawl = Crawl(out, conf, runner=args.runner, depth=args.depth, progress=progress)
     try:
-        report = crawl.run(seeds)
+        report = crawl.run(seeds, args.at)
     except CrawlError as e:
         print('mrcrawl: %s' % e, file=sys.stderr)
         return EXIT_USAGE
@@ -126,25 +134,8 @@ def run_crawl(args, seeds, out, extra_sets=()):
 
 
 def run_recrawl(args):
-    from drivers.crawl import Crawl, CrawlError
-    try:
-        conf = sites.resolve(config.load(args.conf, args.set))
-    except config.ConfigError as e:
-        print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
-        return EXIT_USAGE
-    progress = (lambda msg: None) if args.quiet else _print
-    try:
-        summary = Crawl(args.out, conf, runner=args.runner, progress=progress).recrawl(args.at)
-    except CrawlError as e:
-        print('mrcrawl: %s' % e, file=sys.stderr)
-        return EXIT_USAGE
-    except OSError as e:
-        print('mrcrawl: cannot write the crawl output folder %s: %s' % (
-            args.out, e.strerror or e), file=sys.stderr)
-        return EXIT_USAGE
-    if args.quiet:
-        print(json.dumps(summary, sort_keys=True))
-    return 0
+    """The next cycle, without seeds: what `crawl` does when rerun on a finished crawl."""
+    return run_crawl(args, None, args.out)
 
 
 def run_demo(args):
@@ -197,7 +188,7 @@ def main(argv=None):
         from drivers.report_html import main_report
         return main_report(argv[1:])
     args = build_parser().parse_args(argv)
-    if getattr(args, 'depth', 0) < 0:
+    if (getattr(args, 'depth', 0) or 0) < 0:
         print('mrcrawl: --depth must be >= 0', file=sys.stderr)
         return EXIT_USAGE
     if args.command == 'crawl':

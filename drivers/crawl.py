@@ -37,10 +37,10 @@ import threading
 import time
 
 from drivers import fs as fslib, hadoop
+from drivers.cycles import Cycles, FolderError, LockHeld
 from drivers.report import Report
 from drivers.seeds import read_seeds
 from jobs.lib import counters as C, urls
-from jobs.lib.records import now_iso
 
 log = logging.getLogger('mrcrawl')
 
@@ -154,17 +154,13 @@ class Crawl:
         with os.fdopen(fd, 'w') as f:
             f.write(text)
 
-    def inject(self, seeds_path):
-        """Seeds file -> in/000 (skipped if in/000 exists: a resumed crawl)."""
-        final = self.path('in', _layer(0))
-        if self.fs.exists(final):
-            return self.report.load_step('inject')
+    def read_seeds(self, seeds_path):
+        """The good seed URLs of a seeds file; bad lines reported; none is an error."""
         try:
             seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'],
                                normalize=urls.normalizer(self.conf))
         except OSError as e:
             raise CrawlError('cannot read seeds file %s: %s' % (seeds_path, e.strerror or e))
-        info = seeds.as_dict()
         bad = sum(seeds.bad.values())
         if bad:
             self.progress('seeds: %d bad line(s) skipped: %s' % (bad, ', '.join(
@@ -173,6 +169,17 @@ class Crawl:
                 self.progress('  line %d (%s): %s' % (ex[0], ex[1], ex[2]))
         if not seeds.good:
             raise CrawlError('no valid seed URL in %s (%d bad line(s))' % (seeds_path, bad))
+        return seeds
+
+    def inject(self, seeds_path):
+        """Seeds file -> in/000 (skipped if in/000 exists: a resumed crawl)."""
+        final = self.path('in', _layer(0))
+        if self.fs.exists(final):
+            return self.report.load_step('inject')
+        if not seeds_path:
+            raise CrawlError('%s holds no crawl yet: give --seeds' % self.out)
+        seeds = self.read_seeds(seeds_path)
+        bad = sum(seeds.bad.values())
         tmp = self.path('tmp', 'inject')
         self.fs.rm(tmp)
         self.fs.mkdirs(tmp)
@@ -182,7 +189,7 @@ class Crawl:
                                         'seeds_bad_total': bad,
                                         'seed_hosts_total': len({urls.host(u)
                                                                  for u in seeds.good})}},
-                'seeds': info, 'seconds': 0.0}
+                'seeds': seeds.as_dict(), 'seconds': 0.0}
         self.report.save_step('inject', step)
         self.fs.rename(tmp, final)
         return step
@@ -297,101 +304,246 @@ class Crawl:
     def stop_requested(self):
         return self.fs.exists(self.path('STOP'))
 
-    def run(self, seeds_path):
-        from jobs.generate import MRGenerate
-        from jobs.html_to_xml import MRHtmlToXml
-        from jobs.optimize import MROptimize
-        from jobs.pagerank import MRPageRank
-        from jobs.plan_fetch import MRPlanFetch
-
+    def run(self, seeds_path=None, at=None):
+        """One crawl cycle (drivers/cycles.py), then the final outputs for the whole
+        crawl. The first cycle starts from *seeds_path*; a later one from what the
+        crawl database holds that is new within the depth or due at *at* (default:
+        now), plus the seeds it does not know. An unfinished cycle is resumed."""
         self.prepare()
+        cycles = Cycles(self.fs, self.out)
+        try:
+            stale = cycles.lock()
+        except LockHeld as e:
+            raise CrawlError(str(e))
+        if stale:
+            self.progress(stale)
+        try:
+            return self._cycle(cycles, seeds_path, at)
+        except FolderError as e:
+            raise CrawlError(str(e))
+        finally:
+            cycles.unlock()
+
+    def _cycle(self, cycles, seeds_path, at):
         # report.html's plotting library loads while the first layer waits on the network.
         threading.Thread(target=_preload_report_libraries, daemon=True).start()
-        inject = self.inject(seeds_path)
-        urls_in = inject['counters']['inject']['seeds_total']
-        hosts_in = inject['counters']['inject'].get('seed_hosts_total')
-        layers_done = []
-        for layer in range(self.depth + 1):
-            L = _layer(layer)
-            self.progress('layer %s: %d URL(s) to fetch' % (L, urls_in))
-            steps = {}
-            layer_arg = ['--layer', str(layer)]
-            db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
-            todo = []
-            if self.plan_needed(hosts_in, self.path('plan', L)):
-                todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
-                             layer_arg))
-            todo += self.fetch_parse_steps([self.path('in', L)], self.path('doc', L),
-                                           self.path('out', L), layer_arg,
-                                           warc=(self.path('warc_index', L), 'mrcrawl-L' + L))
-            todo += [('optimize', MROptimize, db_in + [self.path('out', L)],
-                      self.path('crawldb', L), layer_arg)]
-            if layer < self.depth:
-                gen_in = [self.path('crawldb', L)]
-                if self.conf['generate']['strategy'] == 'pagerank':
-                    # Partial PageRank of the graph so far, every pagerank_every layers;
-                    # generate reads the newest one.
-                    if layer % self.conf['generate']['pagerank_every'] == 0:
-                        todo.append(('pagerank', MRPageRank, [self.path('crawldb', L)] + [
-                            self.path('out', _layer(n)) for n in range(layer + 1)],
-                            self.path('pagerank', L), layer_arg))
-                    gen_in.append(self.path('pagerank', _layer(
-                        layer - layer % self.conf['generate']['pagerank_every'])))
-                todo.append(('generate', MRGenerate, gen_in,
-                             self.path('in', _layer(layer + 1)),
-                             ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
-            for kind, job_cls, inputs, final, args in todo:
-                runner = None
-                if kind == 'fetch':   # the plan is known only once its step ran
-                    self.wait_between_fetches()
-                    if self.fetch_inline(urls_in, hosts_in, L):
-                        runner, args = 'inline', args + ['--bins', '1']
-                    elif self.runner == 'hadoop' and not self._plan_args(L) and \
-                            hadoop.one_fetch_reducer(self.conf, urls_in, hosts_in,
-                                                   self.FETCH_CPU_PER_PAGE):
-                        args = args + ['--bins', '1']        # one reduce container
-                    else:
-                        args = args + self._plan_args(L)
-                name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
-                if kind == 'warc':
-                    self.clear_warc_files(final, 'mrcrawl-L' + L)
-                steps[kind] = self.run_step(name, job_cls, inputs, final, args, runner)
-                if kind == 'fetch':
-                    self.fetch_ended()
-                self.progress('  %-9s %6.1fs%s' % (kind, steps[kind]['seconds'], (
-                    '  (inline)' if steps[kind].get('runner') == 'inline'
-                    and self.runner != 'inline' else '')))
-                if self.stop_requested():
-                    # Consumed, so that rerunning the same command continues the crawl.
-                    self.fs.rm(self.path('STOP'))
-                    self.progress('STOP file found in %s: stopped after step %s; run the '
-                                  'same command again to continue' % (self.out, name))
-                    return self.finish(layers_done, stopped=True)
-            self._prune_crawldb(layer)
+        cycle, new = cycles.begin(self.depth, seeds_path, at, on_new=self._clear_next_layer)
+        if self.depth is None:          # `mrcrawl recrawl`: the last cycle's depth
+            self.depth = self.report.depth = cycle['depth'] = self._last_depth(cycles)
+            cycles.save(cycle)
+        elif cycle['depth'] != self.depth:
+            cycle['depth'] = self.depth
+            cycles.save(cycle)
+        first = cycle['first_layer']
+        self.progress('cycle %d%s: from layer %03d, depth %d' % (
+            cycle['cycle'], '' if new else ' (resumed)', first, self.depth))
+        if cycle['cycle'] == 1:
+            start = self.inject(seeds_path)['counters']['inject']
+            urls_in, hosts_in = start['seeds_total'], start.get('seed_hosts_total')
+        else:
+            start = self.cycle_generate(cycle, seeds_path)['counters'].get(C.GENERATE, {})
+            urls_in, hosts_in = start.get(C.GENERATED, 0), start.get(C.GENERATED_HOSTS)
+            self.progress('cycle %d: %d URL(s) new or due (%d due again, %d new seed(s))' % (
+                cycle['cycle'], urls_in, start.get(C.RECRAWL_DUE, 0),
+                start.get(C.INJECTED_NEW, 0)))
+        layer = first
+        while urls_in:
+            steps, stopped = self.run_layer(layer, urls_in, hosts_in,
+                                            more=layer - first < self.depth)
+            if stopped:
+                return self.finish(cycles.rows(), stopped=True)
             row = self.report.layer_row(layer, urls_in, steps)
-            layers_done.append(row)
+            cycle['layers'] = [r for r in cycle['layers'] if r['layer'] != layer] + [row]
+            cycles.save(cycle)
             self.progress(self.report.format_row(row))
             if 'generate' not in steps:
                 break
-            generated = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED, 0)
-            if not generated:
-                self.progress('layer %s: no URL to fetch; stopping' % _layer(layer + 1))
-                break
-            urls_in = generated
-            hosts_in = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED_HOSTS)
-        outs = [self.path('out', _layer(n)) for n in range(len(layers_done))]
-        self.progress('merge: %d layer(s)' % len(outs))
+            gen = steps['generate']['counters'].get(C.GENERATE, {})
+            urls_in, hosts_in = gen.get(C.GENERATED, 0), gen.get(C.GENERATED_HOSTS)
+            layer += 1
+            if not urls_in:
+                self.progress('layer %s: no URL to fetch; stopping' % _layer(layer))
+        if cycle['cycle'] > 1 and not cycle['layers']:
+            result = self.nothing_fetched(cycle)
+        else:
+            result = self.final_outputs(cycle)
+        cycle['finished'] = True
+        cycles.save(cycle)
+        return self.finish(cycles.rows(), **result)
+
+    def _last_depth(self, cycles):
+        known = [c['depth'] for c in cycles.all() if c['depth'] is not None]
+        if not known and self.fs.exists(self.path('report.json')):
+            known = [json.loads(self.fs.read_text(self.path('report.json')))['depth']]
+        if not known:
+            raise CrawlError('%s: no earlier cycle says how deep to crawl: give --depth'
+                             % self.out)
+        return known[-1]
+
+    def _clear_next_layer(self, first):
+        """A new cycle starts at layer *first*: the last cycle's generate may have left
+        an empty in/ there (its stop)."""
+        self.fs.rm(self.path('in', _layer(first)))
+        self.fs.rm(self.path('steps', 'generate-%s.json' % _layer(first)))
+
+    def cycle_generate(self, cycle, seeds_path):
+        """A later cycle's first layer: crawldb -> in/FIRST (MRGenerate in cycle mode:
+        unfetched within the depth, due again at the cycle's time, new seeds)."""
+        from jobs.generate import MRGenerate
+        first = cycle['first_layer']
+        inputs = [self.path('crawldb', _layer(first - 1))]
+        args = ['--recrawl-at', cycle['at'], '--max-depth', str(self.depth),
+                '--layer', str(first)]
+        if seeds_path:
+            seeds_dir = self.path('seeds', '%03d' % cycle['cycle'])
+            if not self.fs.exists(seeds_dir):
+                good = self.read_seeds(seeds_path).good
+                tmp = self.path('tmp', 'seeds')
+                self.fs.rm(tmp)
+                self.fs.mkdirs(tmp)
+                self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
+                    json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in good))
+                self.fs.mkdirs(self.path('seeds'))
+                self.fs.rename(tmp, seeds_dir)
+            inputs.append(seeds_dir)
+            args.append('--inject')
+        return self.run_step('generate-%s' % _layer(first), MRGenerate, inputs,
+                             self.path('in', _layer(first)), args)
+
+    def run_layer(self, layer, urls_in, hosts_in, more):
+        """Plan, fetch (+ parse), optimize and, if *more*, generate for one layer:
+        (steps by kind, whether a STOP file ended it)."""
+        from jobs.generate import MRGenerate
+        from jobs.optimize import MROptimize
+        from jobs.pagerank import MRPageRank
+        from jobs.plan_fetch import MRPlanFetch
+        L = _layer(layer)
+        self.progress('layer %s: %d URL(s) to fetch' % (L, urls_in))
+        steps = {}
+        layer_arg = ['--layer', str(layer)]
+        db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
+        todo = []
+        if self.plan_needed(hosts_in, self.path('plan', L)):
+            todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
+                         layer_arg))
+        todo += self.fetch_parse_steps([self.path('in', L)], self.path('doc', L),
+                                       self.path('out', L), layer_arg,
+                                       warc=(self.path('warc_index', L), 'mrcrawl-L' + L))
+        todo += [('optimize', MROptimize, db_in + [self.path('out', L)],
+                  self.path('crawldb', L), layer_arg)]
+        if more:
+            gen_in = [self.path('crawldb', L)]
+            if self.conf['generate']['strategy'] == 'pagerank':
+                # Partial PageRank of the graph so far, every pagerank_every layers;
+                # generate reads the newest one.
+                every = self.conf['generate']['pagerank_every']
+                if layer % every == 0:
+                    todo.append(('pagerank', MRPageRank, [self.path('crawldb', L)] + [
+                        self.path('out', _layer(n)) for n in range(layer + 1)],
+                        self.path('pagerank', L), layer_arg))
+                gen_in.append(self.path('pagerank', _layer(layer - layer % every)))
+            todo.append(('generate', MRGenerate, gen_in,
+                         self.path('in', _layer(layer + 1)),
+                         ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
+        for kind, job_cls, inputs, final, args in todo:
+            runner = None
+            if kind == 'fetch':   # the plan is known only once its step ran
+                self.wait_between_fetches()
+                if self.fetch_inline(urls_in, hosts_in, L):
+                    runner, args = 'inline', args + ['--bins', '1']
+                elif self.runner == 'hadoop' and not self._plan_args(L) and \
+                        hadoop.one_fetch_reducer(self.conf, urls_in, hosts_in,
+                                               self.FETCH_CPU_PER_PAGE):
+                    args = args + ['--bins', '1']        # one reduce container
+                else:
+                    args = args + self._plan_args(L)
+            name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
+            if kind == 'warc':
+                self.clear_warc_files(final, 'mrcrawl-L' + L)
+            steps[kind] = self.run_step(name, job_cls, inputs, final, args, runner)
+            if kind == 'fetch':
+                self.fetch_ended()
+            self.progress('  %-9s %6.1fs%s' % (kind, steps[kind]['seconds'], (
+                '  (inline)' if steps[kind].get('runner') == 'inline'
+                and self.runner != 'inline' else '')))
+            if self.stop_requested():
+                # Consumed, so that rerunning the same command continues the crawl.
+                self.fs.rm(self.path('STOP'))
+                self.progress('STOP file found in %s: stopped after step %s; run the '
+                              'same command again to continue' % (self.out, name))
+                return steps, True
+        self._prune_crawldb(layer)
+        return steps, False
+
+    def nothing_fetched(self, cycle):
+        """A cycle that found nothing new or due: the outputs still describe the crawl;
+        its delta is empty."""
+        n = cycle['cycle']
+        self.progress('cycle %d: nothing new or due; outputs unchanged' % n)
+        xml = self.fs.join(self.path('delta', '%03d' % n), 'xml')
+        self.fs.mkdirs(xml)
+        self.fs.write_text(self.path('outputs.json'), json.dumps({'cycle': n}))
+        group, join = self.report.load_step('merge'), self.report.load_step('mergejoin')
+        merge = {'counters': dict(group['counters'], **join['counters']),
+                 'seconds': round(group['seconds'] + join['seconds'], 3)}
+        return {'merge': merge, 'xml': self.report.load_step('xml'),
+                'index': self.report.load_step('index')}
+
+    #: Final outputs, rebuilt for the whole crawl after each cycle (OUT/outputs.json says
+    #: which cycle they describe).
+    FINAL_OUTPUTS = ('current', 'anchors', 'merge_map', 'merged', 'xml', 'index', 'hosts')
+
+    def final_outputs(self, cycle):
+        """Merge, index and XML over every layer of every cycle; from the second cycle
+        on, each URL's current fetch first (MRCurrent) and the delta since the last
+        cycle after (MRDelta: delta/CCC/xml). Outputs of an earlier cycle are behind:
+        merged/ is kept as prev_merged/ for the delta, the rest rebuilt."""
+        from jobs.current import MRCurrent
+        from jobs.html_to_xml import MRHtmlToXml
         from jobs.invert_links import MRInvertLinks
-        self.run_step('invertlinks', MRInvertLinks, outs, self.path('anchors'))
-        group = self.merge_group(outs)
-        # Columnar index (Parquet): out/* + merge_map/ -> index/, hosts/ (drivers/index.py),
-        # here because it reads every layer's out/ as MRMerge just did: on a crawl larger
-        # than the page cache, run after merged/ and xml/ it read out/ from disk again.
+        n = cycle['cycle']
+        outs = [self.path('out', name) for name in self.fs.listdir(self.path('out'))
+                if name.isdigit()]
+        covered = self.path('outputs.json')
+        built = json.loads(self.fs.read_text(covered)) if self.fs.exists(covered) else \
+            {'cycle': 1}
+        if built['cycle'] != n:
+            self.progress('outputs of cycle %d are behind: rebuilding them for cycle %d' % (
+                built['cycle'], n))
+            if self.fs.exists(self.path('merged')) and \
+                    not self.fs.exists(self.path('prev_merged')):
+                self.fs.rename(self.path('merged'), self.path('prev_merged'))
+            for name in self.FINAL_OUTPUTS:
+                self.fs.rm(self.path(name))
+            self.fs.write_text(covered, json.dumps({'cycle': n, 'layers': len(outs)}))
+        self.progress('merge: %d layer(s)' % len(outs))
+        sources = outs
+        if n > 1:
+            self.run_step('current', MRCurrent, outs, self.path('current'))
+            sources = [self.path('current')]
+        self.run_step('invertlinks', MRInvertLinks, sources, self.path('anchors'))
+        group = self.merge_group(sources)
+        # Columnar index (Parquet): pages + merge_map/ -> index/, hosts/ (drivers/index.py),
+        # here because it reads every page as MRMerge just did: on a crawl larger than
+        # the page cache, run after merged/ and xml/ it read them from disk again.
         from drivers.index import build_index
-        index = build_index(self, outs)
-        merge = self.merge_join(outs, group)
+        index = build_index(self, sources)
+        merge = self.merge_join(sources, group, n)
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
-        return self.finish(layers_done, merge=merge, xml=xml, index=index)
+        if n > 1 and self.fs.exists(self.path('prev_merged')):
+            from jobs.delta import MRDelta
+            d = self.path('delta', '%03d' % n)
+            delta = self.run_step('delta-%03d' % n, MRDelta, [
+                self.path('prev_merged'), self.path('merged'), self.path('current')],
+                self.fs.join(d, 'records'), ['--cycle', str(n)])
+            self.run_step('delta-%03d-xml' % n, MRHtmlToXml, [self.fs.join(d, 'records')],
+                          self.fs.join(d, 'xml'))
+            self.fs.rm(self.path('prev_merged'))
+            c = delta['counters'].get('delta', {})
+            self.progress('delta since cycle %d: %d added, %d changed, %d deleted, in %s' % (
+                n - 1, c.get('added_total', 0), c.get('changed_total', 0),
+                c.get('deleted_total', 0), self.fs.join(d, 'xml')))
+        return {'merge': merge, 'xml': xml, 'index': index}
 
     def merge_group(self, outs):
         """MRMerge: out/* + anchors/ -> merge_map/ (its step dict). The merge is two jobs,
@@ -403,12 +555,12 @@ class Crawl:
         return self.run_step('merge', MRMerge, outs + [self.path('anchors')],
                              self.path('merge_map'))
 
-    def merge_join(self, outs, group):
+    def merge_join(self, outs, group, cycle=1):
         """MRMergeJoin: merge_map/ + out/* -> merged/; one step dict for the report's
         merge: both jobs' counters (groups merge, merge_join), their seconds."""
         from jobs.merge_join import MRMergeJoin
         join = self.run_step('mergejoin', MRMergeJoin, [self.path('merge_map')] + outs,
-                             self.path('merged'))
+                             self.path('merged'), ['--cycle', str(cycle)])
         counters = dict(group['counters'])
         counters.update(join['counters'])
         return {'counters': counters, 'seconds': round(group['seconds'] + join['seconds'], 3)}
@@ -468,87 +620,6 @@ class Crawl:
         for name in self.fs.listdir(self.path('crawldb')):
             if name.isdigit() and int(name) < layer - 1:
                 self.fs.rm(self.path('crawldb', name))
-
-    # -- re-crawl -------------------------------------------------------------------
-
-    def recrawl(self, at=None):
-        """One re-crawl round over the newest crawl database, into OUT/recrawl/RRR/.
-
-            generate --recrawl-at AT  newest crawldb        -> RRR/in   (due URLs + validators)
-            plan, fetch (+ parse)     RRR/in                -> RRR/out (+ RRR/doc)
-            optimize                  newest crawldb + out  -> RRR/crawldb (intervals adapted)
-            warc                      RRR/doc               -> warc/mrcrawl-RRRR-*.warc.gz,
-                                                               RRR/warc_index (warc.enabled)
-            changes                   RRR/out               -> RRR/changes (changed + gone)
-            xml                       RRR/changes           -> RRR/xml  (documents + deletions)
-
-        A round whose xml/ is missing is resumed (same AT, from its round.json); else a
-        new round starts. Returns the round's summary dict.
-        """
-        from drivers.db import newest_crawldb
-        from jobs.changes import MRChanges
-        from jobs.generate import MRGenerate
-        from jobs.html_to_xml import MRHtmlToXml
-        from jobs.optimize import MROptimize
-        from jobs.plan_fetch import MRPlanFetch
-
-        self.prepare()
-        rounds = sorted(n for n in self.fs.listdir(self.path('recrawl')) if n.isdigit())
-        if rounds and not self.fs.exists(self.path('recrawl', rounds[-1], 'xml')):
-            rnd = rounds[-1]
-            info = json.loads(self.fs.read_text(self.path('recrawl', rnd, 'round.json')))
-        else:
-            try:
-                db_in = newest_crawldb(self.out)
-            except FileNotFoundError as e:
-                raise CrawlError('%s: run `mrcrawl crawl` first' % e)
-            rnd = _layer(int(rounds[-1]) + 1 if rounds else 1)
-            info = {'at': at or now_iso(), 'crawldb': db_in}
-            self.fs.mkdirs(self.path('recrawl', rnd))
-            self.fs.write_text(self.path('recrawl', rnd, 'round.json'), json.dumps(info))
-        base = self.path('recrawl', rnd)
-        self.progress('re-crawl round %s: pages due at %s, from %s' % (
-            rnd, info['at'], info['crawldb']))
-        p = lambda *parts: self.fs.join(base, *parts)   # noqa: E731
-        steps = {}
-        name = 'recrawl-%s-' % rnd
-        steps['generate'] = self.run_step(name + 'generate', MRGenerate, [info['crawldb']],
-                                          p('in'), ['--recrawl-at', info['at']])
-        due = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED, 0)
-        self.progress('  %d URL(s) due' % due)
-        hosts = steps['generate']['counters'].get(C.GENERATE, {}).get(C.GENERATED_HOSTS)
-        if self.plan_needed(hosts, p('plan')):
-            steps['plan'] = self.run_step(name + 'plan', MRPlanFetch, [p('in')], p('plan'))
-        part = p('plan', 'part-00000')
-        plan_args = ['--plan', part] if self.fs.exists(part) else []
-        for kind, job_cls, inputs, final, args in self.fetch_parse_steps(
-                [p('in')], p('doc'), p('out'), plan_args=plan_args,
-                warc=(p('warc_index'), 'mrcrawl-R' + rnd)):
-            if kind == 'warc':
-                self.clear_warc_files(final, 'mrcrawl-R' + rnd)
-            steps[kind] = self.run_step(name + kind, job_cls, inputs, final, args)
-        steps['optimize'] = self.run_step(name + 'optimize', MROptimize,
-                                          [info['crawldb'], p('out')], p('crawldb'))
-        steps['changes'] = self.run_step(name + 'changes', MRChanges, [p('out')], p('changes'))
-        steps['xml'] = self.run_step(name + 'xml', MRHtmlToXml, [p('changes')], p('xml'))
-        row = self.report.layer_row(0, due, steps)
-        ch = steps['changes']['counters'].get('changes', {})
-        summary = {'round': rnd, 'at': info['at'], 'due': due, 'fetch': row,
-                   'changed': ch.get('changed_total', 0),
-                   'unchanged': ch.get('unchanged_total', 0),
-                   'not_modified': ch.get('not_modified_total', 0),
-                   'deleted': ch.get('deleted_total', 0),
-                   'xml': p('xml'), 'crawldb': p('crawldb')}
-        self.fs.write_text(p('report.json'), json.dumps(summary, indent=1, sort_keys=True))
-        self.progress('re-crawl round %s: %d due, %d changed, %d unchanged (%d answered 304), '
-                      '%d gone; new documents and deletions in %s' % (
-                          rnd, due, summary['changed'],
-                          summary['unchanged'] + summary['not_modified'],
-                          summary['not_modified'], summary['deleted'], p('xml')))
-        self.fs.rm(self.path('tmp'))
-        os.remove(self._conf_file)
-        self._conf_file = None
-        return summary
 
     def finish(self, layers, merge=None, xml=None, stopped=False, index=None):
         report = self.report.write(layers, merge, xml, stopped, index)

@@ -9,13 +9,8 @@ from drivers import fs as fslib
 
 
 def newest_crawldb(out):
-    """The newest crawl database: that of the last re-crawl round, else crawldb/<last>."""
+    """The newest crawl database: crawldb/<last layer>."""
     fs = fslib.for_path(out)
-    for rnd in sorted((n for n in fs.listdir(fs.join(out, 'recrawl')) if n.isdigit()),
-                      reverse=True):
-        path = fs.join(out, 'recrawl', rnd, 'crawldb')
-        if fs.exists(path):
-            return path
     versions = [n for n in fs.listdir(fs.join(out, 'crawldb')) if n.isdigit()]
     if not versions:
         raise FileNotFoundError('no crawl database in %s/crawldb' % out)

@@ -242,6 +242,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             nxt = str(len(parts) + 1)
             return self._send(200, _page('Trap level %d' % len(parts), _links(nxt + '/')))
         body = site.overrides.get(path, PAGES.get(path))
+        if isinstance(body, tuple) and body[0] == 'redirect':     # ('redirect', '/to')
+            return self._send(301, b'', headers=[('Location', body[1])])
         if body is None:
             return self._send(404, _page('Not found', ''))
         # The ordinary pages carry an ETag and answer a matching If-None-Match with 304,
@@ -398,7 +400,8 @@ class FixtureSite:
         self.hits = {}
         self.robots = robots
         self.robots_status = robots_status
-        #: path -> body bytes (or None: 404) replacing the site's pages, for re-crawls
+        #: path -> body bytes (None: 404; ("redirect", "/to"): a 301) replacing the
+        #: site's pages, for re-crawls
         self.overrides = {}
         self.stopping = threading.Event()
         self.lock = threading.Lock()

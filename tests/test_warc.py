@@ -193,10 +193,10 @@ def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
 
     site.overrides['/a.html'] = _page('Page A, new edition', '<p>changed</p>')
     site.overrides['/dup.html'] = None
-    summary = Crawl(out, conf, runner='inline', progress=lambda m: None).recrawl(at(8))
-    assert summary['not_modified'] == 3
+    # The next cycle (`mrcrawl recrawl`): its first layer is layer 2.
+    Crawl(out, conf, runner='inline', depth=None, progress=lambda m: None).run(None, at(8))
     new_files = set(glob.glob(os.path.join(out, 'warc', '*.warc.gz'))) - first_files
-    assert new_files and all(os.path.basename(f).startswith('mrcrawl-R001-')
+    assert new_files and all(os.path.basename(f).startswith('mrcrawl-L002-')
                              for f in new_files)
     check = warcio_cli('check', *sorted(new_files))
     assert check.returncode == 0, check.stdout + check.stderr
@@ -206,7 +206,7 @@ def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
             if r['type'] in ('response', 'revisit'):
                 got[r['h']['WARC-Target-URI']] = r
 
-    docs = read_records(os.path.join(out, 'recrawl', '001', 'out'))
+    docs = read_records(os.path.join(out, 'out', '002'))
     kinds = {'not_modified': 0, 'identical': 0, 'response': 0}
     for doc in docs:
         rec = got[doc['final_url']]
@@ -235,7 +235,7 @@ def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
     changed = got[base + '/a.html']
     assert changed['type'] == 'response' and b'new edition' in changed['payload']
     assert got[base + '/dup.html']['status'] == '404'
-    counters = json.load(open(os.path.join(out, 'steps', 'recrawl-001-warc.json')))
+    counters = json.load(open(os.path.join(out, 'steps', 'warc-002.json')))
     assert counters['counters']['warc']['revisit_not_modified_total'] == 3
     assert counters['counters']['warc']['records_revisit_total'] == \
         kinds['not_modified'] + kinds['identical']

@@ -88,8 +88,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 
 ``pagerank`` (pagerank/NNN, MRPageRank): url, pagerank (float).
 
-``deletion`` (recrawl/RRR/changes, MRChanges): url, http_status, fetch_time: a page a
-    re-crawl found gone.
+``deletion`` (delta/CCC/records, MRDelta): url, reason (gone, noindex, redirected,
+    robots_denied, filtered, duplicate, removed), duplicate_of (str|null: the page it
+    folds into now), http_status, fetch_time: a page of the last cycle that is no page
+    now.
 
 ``merge_map`` (merge_map/, MRMerge): one per distinct page, what MRMergeJoin attaches
     url (the canonical URL, after redirects), and duplicates, near_duplicates,
@@ -120,7 +122,7 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     warc_record_offset, warc_record_length (from warc_index/ for the same URL and layer;
     null when not archived).
 
-``warc_index`` (warc_index/NNN, recrawl/RRR/warc_index; MRWarc): one per archived URL
+``warc_index`` (warc_index/NNN; MRWarc): one per archived URL
     url, layer, warc_filename (str: relative to the crawl folder, ``warc/NAME.warc.gz``),
     warc_record_offset, warc_record_length (int: the gzip member of its response or
     revisit record), warc_type (``response`` or ``revisit``).

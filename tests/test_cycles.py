@@ -1,0 +1,179 @@
+"""Crawl cycles: a finished crawl rerun grows and refreshes it; outputs follow; deltas."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from lxml import etree
+
+from drivers.crawl import Crawl, CrawlError
+from drivers.fixture_site import ROBOTS, _links, _page
+from tests.conftest import ROOT, at, read_records, read_xml, test_conf
+
+
+def _quiet(_):
+    pass
+
+
+def _crawl(site, tmp_path, conf, depth, when=None):
+    seeds = os.path.join(str(tmp_path), 'seeds.txt')
+    with open(seeds, 'w') as f:
+        f.write(site.url('/') + '\n')
+    out = os.path.join(str(tmp_path), 'crawl')
+    report = Crawl(out, conf, runner='inline', depth=depth, progress=_quiet).run(seeds, when)
+    return out, report
+
+
+def _body(title, words):
+    return _page(title, '<p>%s</p>' % words + _links('/'))
+
+
+CYCLE1 = {
+    '/': _page('Home', _links('/t/edit.html', '/t/gone.html', '/t/noindex.html',
+                              '/t/moved.html', '/t/same.html', '/t/robots.html',
+                              '/t/dupe-copy.html')),
+    '/t/edit.html': _body('Edited later', 'first edition of a page about rivers'),
+    '/t/gone.html': _body('Gone later', 'a page about mountains that will disappear'),
+    '/t/noindex.html': _body('Noindex later', 'a page about forests, soon hidden'),
+    '/t/moved.html': _body('Moved later', 'a page about deserts that will move'),
+    '/t/same.html': _body('Never changes', 'a page about oceans that stays as it is'),
+    '/t/robots.html': _body('Robots later', 'a page about lakes robots.txt will forbid'),
+    '/t/dupe-copy.html': _body('Copied later', 'a page about islands, soon a copy'),
+}
+
+
+def _cycle2(site):
+    """Between the cycles: an edit, a new page linked from a changed one, a 404, a
+    noindex, a redirect, a robots.txt Disallow, and a page that becomes a copy."""
+    o = site.overrides
+    o['/'] = _page('Home', _links('/t/edit.html', '/t/gone.html', '/t/noindex.html',
+                                  '/t/moved.html', '/t/same.html', '/t/robots.html',
+                                  '/t/dupe-copy.html', '/t/new.html'))
+    o['/t/edit.html'] = _body('Edited', 'new edition of a page about rivers')
+    o['/t/gone.html'] = None
+    o['/t/noindex.html'] = _page('Noindex', '<p>hidden now</p>',
+                                 head='<meta name="robots" content="noindex">')
+    o['/t/moved.html'] = ('redirect', '/t/target.html')
+    o['/t/target.html'] = _body('Target', 'the new home of the page about deserts')
+    o['/t/new.html'] = _body('New', 'a page that appeared in the second cycle')
+    o['/t/dupe-copy.html'] = o['/t/same.html']
+    site.robots = ROBOTS + b'Disallow: /t/robots.html\n'
+
+
+def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
+    site.overrides.update(CYCLE1)
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, first = _crawl(site, tmp_path, conf, depth=1)
+    base = site.url('')
+    xml1 = read_xml(os.path.join(out, 'xml'))
+    assert {base + p for p in CYCLE1} <= set(xml1)
+
+    _cycle2(site)
+    mark = len(site.requests)
+    _, second = _crawl(site, tmp_path, conf, depth=1)
+    asked = {r['path'] for r in site.requests[mark:]}
+    # recrawl.interval = 0: every known page was due; the new link was fetched in the
+    # same cycle, one layer later.
+    assert {'/', '/t/edit.html', '/t/same.html', '/t/new.html'} <= asked
+    assert [row['layer'] for row in second['layers']] == [0, 1, 2, 3]
+    cycles = sorted(os.listdir(os.path.join(out, 'cycles')))
+    assert cycles == ['001.json', '002.json']
+    c2 = json.load(open(os.path.join(out, 'cycles', '002.json')))
+    assert c2['first_layer'] == 2 and c2['finished'] is True
+
+    # The full outputs describe the crawl as it now stands.
+    xml2 = read_xml(os.path.join(out, 'xml'))
+    for gone in ('/t/gone.html', '/t/noindex.html', '/t/moved.html', '/t/robots.html',
+                 '/t/dupe-copy.html'):
+        assert base + gone not in xml2, gone
+    assert 'new edition' in xml2[base + '/t/edit.html']
+    assert base + '/t/new.html' in xml2 and base + '/t/target.html' in xml2
+    assert json.load(open(os.path.join(out, 'outputs.json')))['cycle'] == 2
+    assert not os.path.exists(os.path.join(out, 'prev_merged'))
+
+    # The delta: added and changed pages as in a full merge, and deletions with why.
+    delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))
+    docs = {u: etree.fromstring(d.encode('utf-8')) for u, d in delta.items()}
+    deleted = {u[len(base):]: (d.get('reason'), d.findtext('duplicate_of'))
+               for u, d in docs.items() if d.tag == 'deletion'}
+    assert deleted == {
+        '/t/gone.html': ('gone', None), '/t/noindex.html': ('noindex', None),
+        '/t/moved.html': ('redirected', base + '/t/target.html'),
+        '/t/robots.html': ('robots_denied', None),
+        '/t/dupe-copy.html': ('duplicate', base + '/t/same.html')}
+    pages = {u[len(base):] for u, d in docs.items() if d.tag == 'page'}
+    # '/' (a new link), the edit, the new pages, and the page whose duplicate group grew.
+    assert pages == {'/', '/t/edit.html', '/t/new.html', '/t/target.html', '/t/same.html'}
+    assert delta[base + '/t/same.html'] == xml2[base + '/t/same.html']
+    merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+    assert merged[base + '/t/same.html']['duplicates'] == [base + '/t/dupe-copy.html']
+    assert merged[base + '/t/target.html']['duplicates'] == [base + '/t/moved.html']
+    schema = etree.XMLSchema(etree.parse(os.path.join(ROOT, 'conf', 'page.xsd')))
+    for doc in docs.values():
+        schema.assertValid(doc)
+
+    # Applying the delta to the first cycle's documents gives the second's, exactly.
+    applied = dict(xml1)
+    for url, doc in docs.items():
+        if doc.tag == 'deletion':
+            applied.pop(url, None)
+        else:
+            applied[url] = delta[url]
+    assert applied == xml2
+
+
+def test_a_deeper_rerun_fetches_only_the_new_layer_and_rebuilds_outputs(site, tmp_path):
+    conf = test_conf('politeness.delay=0.02')
+    out, first = _crawl(site, tmp_path, conf, depth=1)
+    xml1 = read_xml(os.path.join(out, 'xml'))
+    base = site.url('')
+    assert base + '/a/1.html' not in xml1
+    mark = len(site.requests)
+    _, second = _crawl(site, tmp_path, conf, depth=2)
+    # Nothing was due (7-day interval): only depth-2 URLs were fetched, once each.
+    paths = [r['path'] for r in site.requests[mark:] if r['path'] != '/robots.txt']
+    assert '/a/1.html' in paths and '/' not in paths and '/a.html' not in paths
+    assert len(paths) == len(set(paths))
+    xml2 = read_xml(os.path.join(out, 'xml'))
+    assert base + '/a/1.html' in xml2 and set(xml1) < set(xml2)
+    assert second['depth'] == 2
+    assert len(second['layers']) == len(first['layers']) + 1
+    assert second['totals']['fetched'] == first['totals']['fetched'] + \
+        second['layers'][-1]['fetched']
+    # Nothing changed among the pages of the first cycle: the delta has the new ones.
+    delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))
+    assert set(delta) == set(xml2) - set(xml1) | {
+        u for u in xml1 if xml1[u] != xml2.get(u)}
+
+
+def test_two_runs_never_share_a_folder(site, tmp_path):
+    conf = test_conf('politeness.delay=0.02')
+    out = os.path.join(str(tmp_path), 'crawl')
+    os.makedirs(out)
+    holder = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])
+    try:
+        with open(os.path.join(out, 'lock.json'), 'w') as f:
+            json.dump({'host': os.uname().nodename, 'pid': holder.pid,
+                       'started': '2026-12-01T00:00:00Z'}, f)
+        with pytest.raises(CrawlError, match='in use by another mrcrawl run'):
+            _crawl(site, tmp_path, conf, depth=0)
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is gone: its lock is recognised as stale and taken over.
+    said = []
+    seeds = os.path.join(str(tmp_path), 'seeds.txt')
+    Crawl(out, conf, runner='inline', depth=0, progress=said.append).run(seeds)
+    assert any('taken over' in m for m in said)
+    assert not os.path.exists(os.path.join(out, 'lock.json'))
+
+
+def test_recrawl_is_the_next_cycle_without_seeds(site, tmp_path):
+    conf = test_conf('politeness.delay=0.02')
+    out, _ = _crawl(site, tmp_path, conf, depth=1)
+    site.overrides['/a.html'] = _page('Page A, new edition', '<p>changed</p>')
+    report = Crawl(out, conf, runner='inline', depth=None, progress=_quiet).run(None, at(8))
+    assert report['depth'] == 1
+    delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))
+    assert 'new edition' in delta[site.url('/a.html')]
