@@ -10,6 +10,7 @@ from lxml import etree
 from drivers.crawl import Crawl, CrawlError
 from drivers.fixture_site import ROBOTS, _links, _page
 from tests.conftest import ROOT, at, read_records, read_xml, test_conf
+from tests.test_inverted_index import run_index
 
 
 def _quiet(_):
@@ -121,6 +122,23 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
         else:
             applied[url] = delta[url]
     assert applied == xml2
+
+    # The example downstream job: the first cycle's index with the delta applied is
+    # the index of the second cycle's xml/.
+    index1 = str(tmp_path / 'index1')
+    with open(os.path.join(index1 + '.xml'), 'w') as f:
+        f.writelines('%s\t%s\n' % kv for kv in sorted(xml1.items()))
+    base_index, _ = run_index('inline', index1 + '.xml')
+    os.makedirs(index1)
+    with open(os.path.join(index1, 'part-00000'), 'w') as f:
+        f.writelines(json.dumps(e) + '\n' for e in base_index.values())
+    updated, counters = run_index('inline', '--apply-delta', index1,
+                                  os.path.join(out, 'delta', '002', 'xml'))
+    full, _ = run_index('inline', os.path.join(out, 'xml'))
+    assert updated == full and 'rivers' in full
+    assert counters['applied_deletion_total'] == 5
+    assert not any(p['url'] == base + '/t/gone.html'
+                   for e in updated.values() for p in e['postings'])
 
 
 def test_a_deeper_rerun_fetches_only_the_new_layer_and_rebuilds_outputs(site, tmp_path):
