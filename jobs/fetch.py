@@ -146,9 +146,10 @@ class MRFetch(CrawlJob):
         """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
         by_key = {}
         for pkey, rec in values:
-            if pkey == _INVALID_KEY:
+            if pkey == _INVALID_KEY or rec.get('excluded'):
+                # A bad URL, or a page a crawl cycle's changed filters exclude now.
                 yield from self._emit(fetcher.HostFetcher._unfetched(
-                    rec, self.options.layer, R.FETCH_FILTERED, 'bad_url'))
+                    rec, self.options.layer, R.FETCH_FILTERED, rec.get('excluded') or 'bad_url'))
             else:
                 by_key.setdefault(pkey, []).append(rec)
         # Biggest keys first: they bound the layer's time, so they must not start last.

@@ -39,7 +39,10 @@ cycles, drivers/crawl.py): besides the unfetched URLs, select the known ones who
 fetch + ``fetch_interval`` is not after TIME (all of them when ``recrawl.interval`` is
 0), with what a conditional request needs (``etag``, ``last_modified``) and what the
 page was (``prev``: digest, fields checksum) so that changes can be told apart. A URL
-whose last fetch failed transiently is tried again whenever a cycle starts.
+whose last fetch failed transiently is tried again whenever a cycle starts. A known URL
+that the link filters of this run reject (the settings changed) is not fetched: a page
+goes to in/ with ``excluded`` (the reason), so that its fetch records it filtered and
+the cycle's delta deletes it (counter ``now_excluded_total``).
 
 ``--inject``: some inputs are seed ``url`` records (a cycle's seeds file); a first step
 joins them with the database on the URL, so a seed already known is not fetched again
@@ -160,9 +163,19 @@ class MRGenerate(CrawlJob):
         if db['kind'] == 'pagerank':
             yield urls.host(db['url']), ['pr', db['url'], db['pagerank']]
             return
+        excluded = self.now_excluded(db) if self.options.recrawl_at else None
         if db['status'] != R.DB_UNFETCHED:
-            if self.options.recrawl_at:
+            if excluded and db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED):
+                # A page the settings now exclude: its fetch says so without a request
+                # (jobs/fetch.py), and the cycle's delta deletes it.
+                self.count(C.NOW_EXCLUDED)
+                yield urls.host(db['url']), [db['depth'], db['url'], 0, 0, 0.0, None,
+                                             {'excluded': excluded}]
+            elif self.options.recrawl_at and not excluded:
                 yield from self.due(db)
+            return
+        if excluded:
+            self.count(C.NOW_EXCLUDED)
             return
         if db['depth'] > self.options.max_depth:
             self.count(C.BEYOND_DEPTH)
@@ -171,6 +184,18 @@ class MRGenerate(CrawlJob):
         yield (urls.host(db['url']) if extra is None else RESOURCE_KEY), [
             db['depth'], db['url'], db.get('inlinks') or 0,
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
+
+    def now_excluded(self, db):
+        """Cycle mode: the reason the link filters of this run reject a known URL (the
+        settings changed since it was found), or None. Seeds and a page's resources
+        never went through the link filters, so they are not held to them now."""
+        if db['depth'] == 0 or db.get('resource_of') is not None:
+            return None
+        if not hasattr(self, '_link_filter'):
+            from jobs.lib.filters import LinkFilter
+            self._link_filter = LinkFilter(self.conf['filter'])
+        reason = self._link_filter.reason(db['url'])
+        return 'filter_' + reason if reason else None
 
     #: Known statuses a cycle fetches again once their interval passed (a transient
     #: failure: at once; gone or denied: after recrawl.max_interval); filtered URLs

@@ -195,3 +195,22 @@ def test_recrawl_is_the_next_cycle_without_seeds(site, tmp_path):
     assert report['depth'] == 1
     delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))
     assert 'new edition' in delta[site.url('/a.html')]
+
+
+def test_a_page_the_changed_filters_exclude_is_deleted_without_a_request(site, tmp_path):
+    site.overrides.update(CYCLE1)
+    out, _ = _crawl(site, tmp_path, test_conf('politeness.delay=0.02'), depth=1)
+    base = site.url('')
+    assert base + '/t/same.html' in read_xml(os.path.join(out, 'xml'))
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0',
+                     'filter.exclude=["/t/same"]')
+    mark = len(site.requests)
+    _crawl(site, tmp_path, conf, depth=1)
+    asked = {r['path'] for r in site.requests[mark:]}
+    assert '/t/same.html' not in asked and '/t/edit.html' in asked
+    assert base + '/t/same.html' not in read_xml(os.path.join(out, 'xml'))
+    delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))
+    doc = etree.fromstring(delta[base + '/t/same.html'].encode('utf-8'))
+    assert doc.tag == 'deletion' and doc.get('reason') == 'filtered'
+    counters = json.load(open(os.path.join(out, 'steps', 'generate-002.json')))['counters']
+    assert counters['generate']['now_excluded_total'] == 1

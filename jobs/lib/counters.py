@@ -96,6 +96,7 @@ RECRAWL_DUE = 'recrawl_due_total'          #: fetched URLs whose interval has pa
 RECRAWL_NOT_DUE = 'recrawl_not_due_total'  #: fetched URLs not due yet
 INJECTED_NEW = 'injected_new_total'        #: a cycle's seeds the database did not know
 INJECTED_KNOWN = 'injected_known_total'    #: a cycle's seeds it knew already
+NOW_EXCLUDED = 'now_excluded_total'        #: known URLs the changed link filters reject
 OVER_HOST_CAP = 'over_host_cap_total'   #: left unfetched in crawldb by filter.max_urls_per_host
 
 # merge
