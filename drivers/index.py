@@ -237,8 +237,9 @@ def build_index(crawl, outs):
     if fs.exists(final):
         return crawl.report.load_step('index')
     rows_dir = crawl.path('index_rows')
-    warc = [crawl.path('warc_index', p.rstrip('/').rsplit('/', 1)[-1]) for p in outs]
-    warc = [p for p in warc if fs.exists(p)]
+    # Every layer's: from a crawl's second cycle on, *outs* is current/ (MRCurrent).
+    warc = [crawl.path('warc_index', n) for n in fs.listdir(crawl.path('warc_index'))
+            if n.isdigit()]
     folds = crawl.path('merge_map')
     if not fs.exists(folds):
         folds = crawl.path('merged')

@@ -235,6 +235,11 @@ def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
     changed = got[base + '/a.html']
     assert changed['type'] == 'response' and b'new edition' in changed['payload']
     assert got[base + '/dup.html']['status'] == '404'
+    # The rebuilt Parquet index points at the second cycle's records.
+    rows = {r['url']: r for r in ds.dataset(os.path.join(out, 'index'), format='parquet',
+                                            partitioning='hive').to_table().to_pylist()}
+    assert rows[base + '/a.html']['layer'] == 2
+    assert rows[base + '/a.html']['warc_filename'].startswith('warc/mrcrawl-L002-')
     counters = json.load(open(os.path.join(out, 'steps', 'warc-002.json')))
     assert counters['counters']['warc']['revisit_not_modified_total'] == 3
     assert counters['counters']['warc']['records_revisit_total'] == \
