@@ -4,6 +4,7 @@
                   [--conf FILE] [--set SECTION.KEY=VALUE ...]
     mrcrawl demo [--depth N] [--out DIR]
     mrcrawl recrawl --out DIR [--depth N] [--at TIME] [-r ...] [--conf FILE] [--set ...]
+    mrcrawl reparse OUT [-r ...] [--conf FILE] [--set ...]
     mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE
     mrcrawl db stats OUT | mrcrawl db get OUT URL...
     mrcrawl report OUT [--output FILE] [--png-dir DIR]
@@ -82,6 +83,22 @@ def build_parser():
     recrawl.add_argument('--out', required=True, metavar='DIR', help='The crawl output folder.')
     _add_crawl_options(recrawl, depth_default=None)
 
+    reparse = sub.add_parser(
+        'reparse', help='Parse the stored pages again (new site rules); fetch nothing.',
+        description='Parse every layer\'s pages again from their stored bodies (the WARC '
+                    'files of warc.enabled) with the settings given now, e.g. a site '
+                    'configuration with a new field rule, then rebuild merged/, xml/ and '
+                    'index/ and write what changed to OUT/delta/CCC-reparseK/xml. Nothing '
+                    'is fetched. Rerunning resumes an interrupted reparse.')
+    reparse.add_argument('out', metavar='OUT', help='The crawl output folder.')
+    reparse.add_argument('-r', '--runner', choices=('inline', 'local', 'hadoop'),
+                         default='local', help='mrjob runner. Default: %(default)s')
+    reparse.add_argument('--conf', metavar='FILE',
+                         help='Site configuration (TOML) overriding conf/defaults.toml.')
+    reparse.add_argument('--set', metavar='SECTION.KEY=VALUE', action='append', default=[],
+                         help='Override one setting, after --conf; repeatable.')
+    reparse.add_argument('-q', '--quiet', action='store_true', help='Print only the summary.')
+
     sub.add_parser('extract', add_help=False,
                    help='Show what a site configuration (conf/sites) extracts from one page: '
                         'mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE')
@@ -136,6 +153,25 @@ def run_crawl(args, seeds, out, extra_sets=()):
 def run_recrawl(args):
     """The next cycle, without seeds: what `crawl` does when rerun on a finished crawl."""
     return run_crawl(args, None, args.out)
+
+
+def run_reparse(args):
+    from drivers.crawl import Crawl, CrawlError
+    try:
+        conf = sites.resolve(config.load(args.conf, args.set))
+    except config.ConfigError as e:
+        print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    progress = (lambda msg: None) if args.quiet else _print
+    crawl = Crawl(args.out, conf, runner=args.runner, depth=None, progress=progress)
+    try:
+        report = crawl.reparse()
+    except CrawlError as e:
+        print('mrcrawl: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
+    if args.quiet:
+        print(crawl.report.format_summary(report))
+    return 0
 
 
 def run_demo(args):
@@ -197,6 +233,8 @@ def main(argv=None):
         return run_demo(args)
     if args.command == 'recrawl':
         return run_recrawl(args)
+    if args.command == 'reparse':
+        return run_reparse(args)
     if args.command == 'db':
         return run_db(args)
     return EXIT_USAGE

@@ -113,10 +113,11 @@ class Crawl:
     def fetch_parse_steps(self, inputs, doc, out, args=(), plan_args=(), warc=None):
         """(kind, job, inputs, output, args) of a layer's fetch, warc and parse steps.
 
-        *warc*: (its warc_index folder, the file-name prefix), used with warc.enabled;
-        MRWarc reads the fetch's output (out/ pages that kept their bodies, or doc/).
-        A layer whose doc/ a run with fetch.parse = false left is finished that way
-        (resumed: nothing is fetched twice).
+        *warc*: (its warc_index folder, the file-name prefix), used with warc.enabled:
+        a fetch that parses writes the WARC files itself (the raw bodies' store, no job
+        of its own); with fetch.parse = false MRWarc archives doc/. A layer whose doc/
+        a run with fetch.parse = false left is finished that way (resumed: nothing is
+        fetched twice).
         """
         from jobs.fetch import MRFetch
         from jobs.parse import MRParse
@@ -124,10 +125,11 @@ class Crawl:
         args, plan_args = list(args), list(plan_args)
         fused = self.fused_parse and not self.fs.exists(doc)
         fetched = out if fused else doc
-        todo = [('fetch', MRFetch, inputs, fetched, args + plan_args)]
-        if warc is not None and self.warc_enabled:
-            index, prefix = warc
-            todo.append(('warc', MRWarc, [fetched], index, args + self.warc_args(prefix)))
+        archive = [] if warc is None or not self.warc_enabled else self.warc_args(warc[1])
+        todo = [('fetch', MRFetch, inputs, fetched, args + plan_args + (
+            archive if fused else []))]
+        if archive and not fused:
+            todo.append(('warc', MRWarc, [fetched], warc[0], args + archive))
         if not fused:
             todo.append(('parse', MRParse, [doc], out, args))
         return todo
@@ -371,6 +373,65 @@ class Crawl:
         cycles.save(cycle)
         return self.finish(cycles.rows(), **result)
 
+    def reparse(self):
+        """`mrcrawl reparse`: every layer's pages parsed again from their stored bodies
+        with this run's settings (MRReparse: nothing is fetched), then the outputs
+        rebuilt as build CCC-reparseK, with the delta they make (delta/CCC-reparseK)."""
+        from jobs.reparse import MRReparse
+        self.prepare()
+        cycles = Cycles(self.fs, self.out)
+        try:
+            stale = cycles.lock()
+        except LockHeld as e:
+            raise CrawlError(str(e))
+        if stale:
+            self.progress(stale)
+        try:
+            done = cycles.all()
+            if not done or not done[-1]['finished']:
+                raise CrawlError('%s has no finished crawl cycle to parse again: run or '
+                                 'resume `mrcrawl crawl` first' % self.out)
+            cycle = done[-1]
+            self.depth = self.report.depth = cycle['depth'] or self._last_depth(cycles)
+            state = self.path('reparse.json')
+            if self.fs.exists(state):           # an interrupted reparse: same build
+                build = json.loads(self.fs.read_text(state))['build']
+            else:
+                prefix = '%03d-reparse' % cycle['cycle']
+                last = self.built()
+                build = prefix + str(int(last[len(prefix):]) + 1 if last.startswith(prefix)
+                                     else 1)
+                self.fs.write_text(state, json.dumps({'build': build}))
+            layers = [n for n in self.fs.listdir(self.path('out')) if n.isdigit()]
+            self.progress('reparse: %d layer(s) from the stored pages, as %s' % (
+                len(layers), build))
+            args = self.reparse_args()
+            for L in layers:
+                step = self.run_step('reparse-%s-%s' % (build, L), MRReparse,
+                                     [self.path('out', L)], self.path('reparsed', L), args)
+                c = step['counters'].get('reparse', {})
+                self.progress('  layer %s: %d page(s) parsed again, %d without a stored '
+                              'body' % (L, c.get('reparsed_total', 0),
+                                        c.get('not_stored_total', 0)))
+            for L in layers:      # every layer parsed: swap them in
+                if self.fs.exists(self.path('reparsed', L)):
+                    self.fs.rm(self.path('out', L))
+                    self.fs.rename(self.path('reparsed', L), self.path('out', L))
+            self.fs.rm(self.path('reparsed'))
+            result = self.final_outputs(cycle, build)
+            self.fs.rm(state)
+            return self.finish(cycles.rows(), **result)
+        finally:
+            cycles.unlock()
+
+    def reparse_args(self):
+        """MRReparse's arguments: the crawl folder its WARC file names are relative to."""
+        if self.out.startswith('hdfs://'):
+            from drivers.hdfs import webhdfs_address
+            url, user = webhdfs_address()
+            return ['--crawl-root', self.out, '--webhdfs-url', url, '--hdfs-user', user]
+        return ['--crawl-root', os.path.abspath(self.fs.local_path(self.out))]
+
     def _last_depth(self, cycles):
         known = [c['depth'] for c in cycles.all() if c['depth'] is not None]
         if not known and self.fs.exists(self.path('report.json')):
@@ -458,7 +519,7 @@ class Crawl:
                 else:
                     args = args + self._plan_args(L)
             name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
-            if kind == 'warc':
+            if kind in ('fetch', 'warc') and self.warc_enabled:
                 self.clear_warc_files(final, 'mrcrawl-L' + L)
             steps[kind] = self.run_step(name, job_cls, inputs, final, args, runner)
             if kind == 'fetch':
@@ -482,40 +543,47 @@ class Crawl:
         self.progress('cycle %d: nothing new or due; outputs unchanged' % n)
         xml = self.fs.join(self.path('delta', '%03d' % n), 'xml')
         self.fs.mkdirs(xml)
-        self.fs.write_text(self.path('outputs.json'), json.dumps({'cycle': n}))
+        self.fs.write_text(self.path('outputs.json'), json.dumps({'build': '%03d' % n}))
         group, join = self.report.load_step('merge'), self.report.load_step('mergejoin')
         merge = {'counters': dict(group['counters'], **join['counters']),
                  'seconds': round(group['seconds'] + join['seconds'], 3)}
         return {'merge': merge, 'xml': self.report.load_step('xml'),
                 'index': self.report.load_step('index')}
 
-    #: Final outputs, rebuilt for the whole crawl after each cycle (OUT/outputs.json says
-    #: which cycle they describe).
+    #: Final outputs, rebuilt for the whole crawl after each cycle or reparse
+    #: (OUT/outputs.json names the build they describe).
     FINAL_OUTPUTS = ('current', 'anchors', 'merge_map', 'merged', 'xml', 'index', 'hosts')
 
-    def final_outputs(self, cycle):
+    def built(self):
+        """The build the final outputs describe: '001' (cycle 1, or a folder from before
+        builds were recorded), '002' (cycle 2), '002-reparse1' (its first reparse)."""
+        path = self.path('outputs.json')
+        if not self.fs.exists(path):
+            return '001'
+        done = json.loads(self.fs.read_text(path))
+        return done.get('build') or '%03d' % done['cycle']
+
+    def final_outputs(self, cycle, build=None):
         """Merge, index and XML over every layer of every cycle; from the second cycle
-        on, each URL's current fetch first (MRCurrent) and the delta since the last
-        cycle after (MRDelta: delta/CCC/xml). Outputs of an earlier cycle are behind:
-        merged/ is kept as prev_merged/ for the delta, the rest rebuilt."""
+        on, each URL's current fetch first (MRCurrent); after a first build, the delta
+        since the last one (MRDelta: delta/BUILD/xml). Outputs of an earlier build are
+        behind: merged/ is kept as prev_merged/ for the delta, the rest rebuilt."""
         from jobs.current import MRCurrent
         from jobs.html_to_xml import MRHtmlToXml
         from jobs.invert_links import MRInvertLinks
         n = cycle['cycle']
+        build = build or '%03d' % n
         outs = [self.path('out', name) for name in self.fs.listdir(self.path('out'))
                 if name.isdigit()]
-        covered = self.path('outputs.json')
-        built = json.loads(self.fs.read_text(covered)) if self.fs.exists(covered) else \
-            {'cycle': 1}
-        if built['cycle'] != n:
-            self.progress('outputs of cycle %d are behind: rebuilding them for cycle %d' % (
-                built['cycle'], n))
+        if self.built() != build:
+            self.progress('outputs of build %s are behind: rebuilding them as %s' % (
+                self.built(), build))
             if self.fs.exists(self.path('merged')) and \
                     not self.fs.exists(self.path('prev_merged')):
                 self.fs.rename(self.path('merged'), self.path('prev_merged'))
             for name in self.FINAL_OUTPUTS:
                 self.fs.rm(self.path(name))
-            self.fs.write_text(covered, json.dumps({'cycle': n, 'layers': len(outs)}))
+            self.fs.write_text(self.path('outputs.json'), json.dumps({'build': build}))
         self.progress('merge: %d layer(s)' % len(outs))
         sources = outs
         if n > 1:
@@ -528,20 +596,20 @@ class Crawl:
         # the page cache, run after merged/ and xml/ it read them from disk again.
         from drivers.index import build_index
         index = build_index(self, sources)
-        merge = self.merge_join(sources, group, n)
+        merge = self.merge_join(sources, group, build)
         xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
-        if n > 1 and self.fs.exists(self.path('prev_merged')):
+        if self.fs.exists(self.path('prev_merged')):
             from jobs.delta import MRDelta
-            d = self.path('delta', '%03d' % n)
-            delta = self.run_step('delta-%03d' % n, MRDelta, [
-                self.path('prev_merged'), self.path('merged'), self.path('current')],
-                self.fs.join(d, 'records'), ['--cycle', str(n)])
-            self.run_step('delta-%03d-xml' % n, MRHtmlToXml, [self.fs.join(d, 'records')],
+            d = self.path('delta', build)
+            delta = self.run_step('delta-' + build, MRDelta, [
+                self.path('prev_merged'), self.path('merged')] + sources,
+                self.fs.join(d, 'records'), ['--build', build])
+            self.run_step('delta-%s-xml' % build, MRHtmlToXml, [self.fs.join(d, 'records')],
                           self.fs.join(d, 'xml'))
             self.fs.rm(self.path('prev_merged'))
             c = delta['counters'].get('delta', {})
-            self.progress('delta since cycle %d: %d added, %d changed, %d deleted, in %s' % (
-                n - 1, c.get('added_total', 0), c.get('changed_total', 0),
+            self.progress('delta: %d added, %d changed, %d deleted, in %s' % (
+                c.get('added_total', 0), c.get('changed_total', 0),
                 c.get('deleted_total', 0), self.fs.join(d, 'xml')))
         return {'merge': merge, 'xml': xml, 'index': index}
 
@@ -555,12 +623,12 @@ class Crawl:
         return self.run_step('merge', MRMerge, outs + [self.path('anchors')],
                              self.path('merge_map'))
 
-    def merge_join(self, outs, group, cycle=1):
+    def merge_join(self, outs, group, build):
         """MRMergeJoin: merge_map/ + out/* -> merged/; one step dict for the report's
         merge: both jobs' counters (groups merge, merge_join), their seconds."""
         from jobs.merge_join import MRMergeJoin
         join = self.run_step('mergejoin', MRMergeJoin, [self.path('merge_map')] + outs,
-                             self.path('merged'), ['--cycle', str(cycle)])
+                             self.path('merged'), ['--build', build])
         counters = dict(group['counters'])
         counters.update(join['counters'])
         return {'counters': counters, 'seconds': round(group['seconds'] + join['seconds'], 3)}
@@ -572,8 +640,9 @@ class Crawl:
         return bool(self.conf.get('warc', {}).get('enabled'))
 
     def warc_args(self, prefix):
-        """MRWarc's arguments: where the files go (an absolute local path, or the hdfs://
-        URI and the WebHDFS address the tasks upload through) and their name prefix."""
+        """The arguments of MRWarc and of an archiving MRFetch: where the files go (an
+        absolute local path, or the hdfs:// URI and the WebHDFS address the tasks
+        upload through) and their name prefix."""
         warc_dir = self.path('warc')
         args = ['--warc-prefix', prefix]
         if self.runner == 'hadoop' or warc_dir.startswith('hdfs://'):

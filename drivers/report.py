@@ -58,8 +58,10 @@ class Report:
         row['seconds'] = round(sum(v['seconds'] for v in steps.values()), 2)
         row['step_seconds'] = {k: v['seconds'] for k, v in steps.items()}
         row['accounted'] = sum(row[s] for s in R.FETCH_STATUSES)
-        if 'warc' in steps:
-            row['warc'] = steps['warc']['counters'].get(C.WARC, {})
+        # WARC counters: the fetch's when it archived the bodies itself, else MRWarc's.
+        warc = steps.get('warc', steps['fetch'])['counters'].get(C.WARC)
+        if warc:
+            row['warc'] = warc
         # The parse counters: the parse job's, or the fetch job's when it parsed.
         parse = steps.get('parse', steps['fetch']).get('counters', {}).get(C.PARSE, {})
         row['on_topic'] = parse.get(C.PAGES_ON_TOPIC, 0)

@@ -1,8 +1,10 @@
-"""MRDelta (MergeDriver, second and later cycles): what changed since the last cycle.
+"""MRDelta (MergeDriver, second and later cycles, reparses): what changed since the
+outputs were last built.
 
-Reads the merged pages of the previous cycle (prev_merged/), those of this one
-(merged/, records with ``cycle`` = ``--cycle``) and each URL's current fetch
-(current/, MRCurrent); writes delta/CCC: for indexers that apply only differences,
+Reads the merged pages of the previous build (prev_merged/), those of this one
+(merged/, records with ``build`` = ``--build``) and each URL's current fetch (current/,
+MRCurrent; out/* in a first cycle); writes delta/BUILD: for indexers that apply only
+differences,
 
 - a ``merged`` record for every page added or changed: its content, title, fields,
   anchors, duplicate groups or resources differ (DELTA_IGNORED lists what does not
@@ -22,7 +24,7 @@ and ``deleted_<reason>_total``.
 
 Run alone::
 
-    python -m jobs.delta --crawl-conf crawl/conf.json --cycle 2 crawl/prev_merged \\
+    python -m jobs.delta --crawl-conf crawl/conf.json --build 002 crawl/prev_merged \\
         crawl/merged crawl/current -o /tmp/delta
 """
 import hashlib
@@ -34,7 +36,7 @@ from jobs.base import CrawlJob
 from jobs.lib import records as R
 
 #: Merged-record fields whose change alone is no change for an index.
-DELTA_IGNORED = ('fetch_time', 'elapsed', 'layer', 'cycle', 'headers', 'attempts', 'depth',
+DELTA_IGNORED = ('fetch_time', 'elapsed', 'layer', 'build', 'headers', 'attempts', 'depth',
                  'http_status', 'status', 'reason', 'refetch_interval', 'prev')
 
 
@@ -66,8 +68,8 @@ class MRDelta(CrawlJob):
 
     def configure_args(self):
         super().configure_args()
-        self.add_passthru_arg('--cycle', type=int, required=True,
-                              help='This cycle: merged records carrying it are new.')
+        self.add_passthru_arg('--build', required=True,
+                              help='This build: merged records carrying it are new.')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_sides, reducer=self.reducer_delta)]
@@ -77,7 +79,7 @@ class MRDelta(CrawlJob):
             if rec['kind'] == 'page':
                 yield rec['url'], ['current', deletion_reason(rec),
                                    rec.get('http_status'), rec.get('fetch_time')]
-            elif rec.get('cycle') == self.options.cycle:
+            elif rec.get('build') == self.options.build:
                 yield rec['url'], ['new', signature(rec), rec]
                 for field in ('duplicates', 'near_duplicates', 'canonical_duplicates'):
                     for dup in rec.get(field) or ():

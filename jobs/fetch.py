@@ -9,7 +9,10 @@ redirected (see jobs.lib.records):
   would, as it arrives from the fetch threads. The threads spend most of their time
   waiting out politeness delays, so the parse CPU hides in that wait and the layer has
   no parse job. Parse counters go to the ``parse`` group. The body is dropped, as
-  MRParse drops it, unless ``warc.enabled`` (a WARC writer reads the bodies from out/).
+  MRParse drops it; with ``--warc-dir`` (``warc.enabled``) it is archived first: each
+  reduce task writes one WARC file (warc/PREFIX-rNNNNN.warc.gz, counters in the
+  ``warc`` group) and each page record points at its record (warc_filename,
+  warc_record_offset, warc_record_length, warc_type), which `mrcrawl reparse` reads.
 - ``fetch.parse = false``: a ``doc`` record with the body (doc/NNN), for MRParse.
 
 The mapper computes each URL's politeness key (``politeness.key``: host, IP address or
@@ -32,6 +35,7 @@ Run alone::
 
     python -m jobs.fetch --crawl-conf crawl/conf.json --layer 0 crawl/in/000 -o /tmp/doc
 """
+import os
 import queue
 import threading
 import time
@@ -76,6 +80,15 @@ class MRFetch(CrawlJob):
         super().configure_args()
         self.add_file_arg('--plan', help='Fetch plan (MRPlanFetch output, JSON lines) that '
                           'places big politeness keys on reducers. Default: none (hash).')
+        self.add_passthru_arg('--warc-dir', default=None,
+                              help='Write the fetched responses as WARC files into this '
+                              'folder (local path or hdfs:// URI), one per reduce task, '
+                              'and point each page record at its record. Default: off.')
+        self.add_passthru_arg('--warc-prefix', default='mrcrawl',
+                              help='WARC file name prefix, e.g. mrcrawl-L000.')
+        self.add_passthru_arg('--webhdfs-url', default='http://127.0.0.1:9870',
+                              help='NameNode HTTP address, for an hdfs:// --warc-dir.')
+        self.add_passthru_arg('--hdfs-user', default='', help='HDFS user for WebHDFS.')
         self.add_passthru_arg('--bins', type=int, default=0,
                               help='Reducer bins, in place of fetch.reducers (the driver '
                               'gives 1 when it fetches a small layer inline). Default: 0 '
@@ -138,9 +151,19 @@ class MRFetch(CrawlJob):
             # Imported here: the map tasks only key URLs by host, and the parser's stack
             # (lxml, selectolax, numpy, the language model) is most of a task's imports.
             from jobs.lib import parsepage
-            # With WARC on, pages keep what MRWarc reads from out/.
-            keep = parsepage.WARC_FIELDS if self.conf.get('warc', {}).get('enabled') else ()
-            self.parser = parsepage.PageParser(self.conf, self._count_parse, keep)
+            self.parser = parsepage.PageParser(self.conf, self._count_parse)
+        self.warc = None
+        o = self.options
+        if o.warc_dir:
+            # The raw bodies' store: this task's WARC file (jobs/lib/warcfile.py), so
+            # that keeping them costs no job of its own and out/ stays lean.
+            from jobs.lib import warcfile
+            part = int(os.environ.get('mapreduce_task_partition') or 0)
+            self.warc = warcfile.Sink(
+                o.warc_dir, '%s-r%05d.warc.gz' % (o.warc_prefix, part), o.warc_prefix,
+                warcfile.warcinfo(o.warc_prefix, self.conf['politeness']['user_agent'],
+                                  self.conf['politeness']['obey_robots']),
+                lambda name, n: self.count(name, n, C.WARC), o.webhdfs_url, o.hdfs_user)
 
     def reducer_fetch_host(self, _, values):
         """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
@@ -166,6 +189,8 @@ class MRFetch(CrawlJob):
         while self.active:
             yield from self._drain(block=True)
         self.pool.shutdown()
+        if self.warc is not None:
+            self.warc.commit()
         self.count(C.ROBOTS_FETCHED, self.robots_fetches)
         self.count(C.ROBOTS_ERROR, self.robots_failures)
         for name, n in sorted(self.stats.items()):
@@ -218,6 +243,8 @@ class MRFetch(CrawlJob):
         self.count(C.BYTES, doc['length'])
         if time.monotonic() - self.last_status > _STATUS_EVERY:
             self._status()
+        if self.warc is not None:
+            doc.update(self.warc.add(doc, self.conf['politeness']['user_agent']) or {})
         if self.parser is not None:
             doc = self.parser.parse(doc)      # never raises: see PageParser.parse
         yield None, doc

@@ -62,8 +62,8 @@ def index_row(page):
         name = None
     row['registered_domain'] = registered_domain(name) if name else None
     row['duplicate_of'] = None
-    for field in WARC_FIELDS:
-        row[field] = None
+    for field in WARC_FIELDS:     # a fetch that archived it points at its record
+        row[field] = page.get(field)
     return row
 
 
@@ -153,6 +153,7 @@ class MRIndexRows(CrawlJob):
             archived = warc.pop(row['layer'], None)
             if archived is not None:
                 row.update(archived)
+            if row['warc_filename']:
                 self.count(C.INDEX_WARC_ROWS)
             self.count(C.INDEX_ROWS)
             yield None, row

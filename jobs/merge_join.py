@@ -5,7 +5,7 @@ folds into it) and the ``page`` records of every layer (out/*) again. Writes ``m
 records (merged/): for each merge_map record, its URL's latest fetch (the fetch MRMerge
 ranked: jobs.lib.merging.latest_key) with all its page fields, plus the map's
 duplicates, near_duplicates, canonical_duplicates, simhash, anchors and resources, and
-the crawl cycle (``cycle``) it describes.
+the build of the outputs it belongs to (``build``: the crawl cycle, or a reparse of it).
 
 One step, keyed by URL after redirects. This is the only shuffle of whole page records
 in the merge: a URL folded into another page, and a leader URL's earlier fetches, end
@@ -32,9 +32,10 @@ class MRMergeJoin(CrawlJob):
 
     def configure_args(self):
         super().configure_args()
-        self.add_passthru_arg('--cycle', type=int, default=1,
-                              help='The crawl cycle these merged records describe (their '
-                                   '``cycle`` field, which jobs/delta.py compares). '
+        self.add_passthru_arg('--build', default='001',
+                              help='The outputs these merged records belong to (their '
+                                   '``build`` field, which jobs/delta.py compares): the '
+                                   'cycle, e.g. 002, or a reparse, 002-reparse1. '
                                    'Default: %(default)s')
 
     def steps(self):
@@ -74,7 +75,7 @@ class MRMergeJoin(CrawlJob):
             page[field] = found.get(field) or ([] if field != 'simhash' else None)
         page['resources'] = self.list_resources(found.get('resources') or [], named)
         page['kind'] = 'merged'
-        page['cycle'] = self.options.cycle
+        page['build'] = self.options.build
         self.count(C.JOIN_MERGED)
         yield None, page
 

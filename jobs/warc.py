@@ -35,14 +35,12 @@ Run alone::
         --warc-prefix mrcrawl-L000 crawl/doc/000 -o /tmp/warc_index
 """
 import os
-import tempfile
 
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R, warcfile
 
-SOFTWARE = 'mrcrawl/0.1 (warcio)'
 
 
 class MRWarc(CrawlJob):
@@ -75,75 +73,32 @@ class MRWarc(CrawlJob):
             raise RuntimeError('MRWarc needs --warc-dir and the map task\'s input split '
                                '(mapreduce_map_input_file is not set)')
         start = env.get('mapreduce_map_input_start') or env.get('map_input_start') or 0
-        self.name = warcfile.file_name(self.options.warc_prefix, input_file, start)
-        self.remote = self.options.warc_dir.startswith('hdfs://')
+        o = self.options
         self.user_agent = self.conf['politeness']['user_agent']
-        self.warc = None
-        self.tmp_path = None
-
-    def _open(self):
-        folder = self.options.warc_dir
-        if self.remote:
-            fd, self.tmp_path = tempfile.mkstemp(prefix='warc-', suffix='.warc.gz', dir='.')
-            os.close(fd)
-        else:
-            os.makedirs(folder, exist_ok=True)
-            self.tmp_path = os.path.join(folder, '.tmp-' + self.name)
-        conf = self.conf
-        info = {'software': SOFTWARE, 'format': 'WARC File Format 1.1',
-                'conformsTo': 'https://iipc.github.io/warc-specifications/specifications/'
-                              'warc-format/warc-1.1/',
-                'isPartOf': self.options.warc_prefix,
-                'robots': 'obey' if conf['politeness']['obey_robots'] else 'ignore',
-                'http-header-user-agent': self.user_agent}
-        self.warc = warcfile.WarcFile(self.tmp_path, self.name, self.options.warc_prefix,
-                                      info)
+        self.sink = warcfile.Sink(
+            o.warc_dir, warcfile.file_name(o.warc_prefix, input_file, start), o.warc_prefix,
+            warcfile.warcinfo(o.warc_prefix, self.user_agent,
+                              self.conf['politeness']['obey_robots']),
+            self.count, o.webhdfs_url, o.hdfs_user, o.warc_name_base)
 
     def mapper_write(self, _, line):
         """doc (or page with body) line -> WARC records; a warc_index line per URL."""
         for doc in self.records(line, 'doc', 'page'):
-            kind = warcfile.plan(doc)
-            if kind is None:
-                self.count('skipped_%s_total' % (doc.get('status') or 'unknown'))
-                continue
             if doc.get('kind') == 'page' and doc.get('status') == R.FETCH_FETCHED and \
                     doc.get('body') is None and doc.get('raw_body') is None and \
-                    doc.get('warc_body') is None and doc.get('length'):
+                    doc.get('warc_body') is None and doc.get('length') and \
+                    warcfile.plan(doc) == warcfile.RESPONSE:
                 # A parsed page whose body was dropped: nothing to archive but headers.
                 self.count('skipped_no_body_total')
                 continue
-            if self.warc is None:
-                self._open()
-            done = self.warc.add(doc, self.user_agent, kind)
-            for rtype, n in done['types'].items():
-                self.count('records_%s_total' % rtype, n)
-            if done['rebuilt']:
-                self.count(C.WARC_HEADERS_REBUILT)
-            if not done['verbatim']:
-                self.count(C.WARC_PAYLOAD_NOT_VERBATIM)
-            if done['truncated']:
-                self.count('truncated_%s_total' % done['truncated'])
-            self.count('%s_total' % done['kind'])
-            yield None, {'kind': 'warc_index', 'url': doc['url'],
-                         'layer': doc.get('layer', self.options.layer),
-                         'warc_filename': '%s/%s' % (self.options.warc_name_base, self.name),
-                         'warc_record_offset': done['offset'],
-                         'warc_record_length': done['length'],
-                         'warc_type': 'response' if done['kind'] == warcfile.RESPONSE
-                         else 'revisit'}
+            pointer = self.sink.add(doc, self.user_agent)
+            if pointer is not None:
+                yield None, dict(pointer, kind='warc_index', url=doc['url'],
+                                 layer=doc.get('layer', self.options.layer))
 
     def mapper_final_commit(self):
         """Close the file and move it into place (replacing an earlier attempt's)."""
-        if self.warc is None:
-            return
-        size = self.warc.close()
-        if self.remote:
-            warcfile.commit_hdfs(self.tmp_path, self.options.warc_dir, self.name,
-                                 self.options.webhdfs_url, self.options.hdfs_user)
-        else:
-            warcfile.commit_local(self.tmp_path, self.options.warc_dir, self.name)
-        self.count(C.WARC_FILES)
-        self.count(C.WARC_BYTES, size)
+        self.sink.commit()
 
 
 if __name__ == '__main__':

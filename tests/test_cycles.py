@@ -9,6 +9,7 @@ from lxml import etree
 
 from drivers.crawl import Crawl, CrawlError
 from drivers.fixture_site import ROBOTS, _links, _page
+from jobs.lib.sites import resolve as sites_resolve
 from tests.conftest import ROOT, at, read_records, read_xml, test_conf
 from tests.test_inverted_index import run_index
 
@@ -90,7 +91,7 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
         assert base + gone not in xml2, gone
     assert 'new edition' in xml2[base + '/t/edit.html']
     assert base + '/t/new.html' in xml2 and base + '/t/target.html' in xml2
-    assert json.load(open(os.path.join(out, 'outputs.json')))['cycle'] == 2
+    assert json.load(open(os.path.join(out, 'outputs.json')))['build'] == '002'
     assert not os.path.exists(os.path.join(out, 'prev_merged'))
 
     # The delta: added and changed pages as in a full merge, and deletions with why.
@@ -214,3 +215,41 @@ def test_a_page_the_changed_filters_exclude_is_deleted_without_a_request(site, t
     assert doc.tag == 'deletion' and doc.get('reason') == 'filtered'
     counters = json.load(open(os.path.join(out, 'steps', 'generate-002.json')))['counters']
     assert counters['generate']['now_excluded_total'] == 1
+
+
+SITE = '''[site]
+name = "fixture"
+hosts = ["127.0.0.1"]
+%s
+'''
+
+
+def test_reparse_extracts_new_fields_from_the_stored_pages_without_a_request(site, tmp_path):
+    before, after = tmp_path / 'sites1', tmp_path / 'sites2'
+    before.mkdir()
+    after.mkdir()
+    (before / 'fixture.toml').write_text(SITE % '')
+    (after / 'fixture.toml').write_text(SITE % '[fields.HEADING]\ncss = "h1"\n')
+    conf = sites_resolve(test_conf('politeness.delay=0.02', 'parse.sites=["%s"]' % before))
+    out, first = _crawl(site, tmp_path, conf, depth=1)
+    base = site.url('')
+    merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+    assert not merged[base + '/a.html']['fields']     # a site without field rules
+    mark = len(site.requests)
+
+    conf2 = sites_resolve(test_conf('politeness.delay=0.02', 'parse.sites=["%s"]' % after))
+    report = Crawl(out, conf2, runner='inline', depth=None, progress=_quiet).reparse()
+    assert len(site.requests) == mark            # nothing fetched
+    merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+    assert merged[base + '/a.html']['fields'] == {'HEADING': 'Page A (depth 1)'}
+    assert 'Page A (depth 1)' in read_xml(os.path.join(out, 'xml'))[base + '/a.html']
+    # The same pages, now with their field: the delta has every page, no deletion.
+    delta = read_xml(os.path.join(out, 'delta', '001-reparse1', 'xml'))
+    assert set(delta) == set(read_xml(os.path.join(out, 'xml')))
+    assert not any(d.startswith('<deletion') for d in delta.values())
+    assert report['totals']['fetched'] == first['totals']['fetched']
+    assert json.load(open(os.path.join(out, 'outputs.json')))['build'] == '001-reparse1'
+    # Bodies came from the WARC files; the links found are the same as the first time.
+    counters = json.load(open(os.path.join(out, 'steps', 'reparse-001-reparse1-001.json')))
+    assert counters['counters']['reparse']['reparsed_total'] > 0
+    assert counters['counters']['reparse'].get('warc_unreadable_OSError_total') is None

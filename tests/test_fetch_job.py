@@ -2,6 +2,7 @@
 loopback hosts: nothing lost, politeness checked from each server's own log."""
 import io
 import json
+import os
 import time
 from contextlib import ExitStack
 
@@ -167,20 +168,29 @@ def test_fetch_writes_the_pages_the_parse_job_would(tmp_path):
     assert counters['parse'][C.PAGES_PARSED] == sum(1 for p in pages if p['title'])
 
 
-def test_fetch_keeps_bodies_in_pages_for_the_warc_writer(tmp_path):
-    conf = test_conf('politeness.delay=%s' % DELAY)
-    conf['warc'] = dict(conf.get('warc', {}), enabled=True)
-    path = tmp_path / 'conf-warc.json'
-    path.write_text(json.dumps(conf))
+def test_fetch_archives_bodies_and_points_each_page_at_its_record(tmp_path):
+    """--warc-dir: the reduce task writes the responses into one WARC file; the pages
+    keep no body but point at their record, whose payload has the page's digest."""
+    from jobs.lib import records, warcfile
+    path = tmp_path / 'conf.json'
+    path.write_text(json.dumps(test_conf('politeness.delay=%s' % DELAY)))
+    warc_dir = tmp_path / 'warc'
     with FixtureSite() as site:
-        records = [{'kind': 'url', 'url': site.url(p), 'depth': 0} for p in ('/', '/a.html')]
-        job = MRFetch(['-r', 'inline', '--crawl-conf', str(path)])
-        job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n' for r in records).encode()))
+        records_in = [{'kind': 'url', 'url': site.url(p), 'depth': 0} for p in ('/', '/a.html')]
+        job = MRFetch(['-r', 'inline', '--crawl-conf', str(path), '--warc-dir', str(warc_dir),
+                       '--warc-prefix', 'mrcrawl-L000'])
+        job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n'
+                                             for r in records_in).encode()))
         with job.make_runner() as runner:
             runner.run()
             pages = [v for _, v in job.parse_output(runner.cat_output())]
+    assert os.listdir(warc_dir) == ['mrcrawl-L000-r00000.warc.gz']
     assert [p['kind'] for p in pages] == ['page', 'page']
-    assert all('<html' in p['body'].lower() and p['links'] for p in pages)
+    for page in pages:
+        assert 'body' not in page and 'http' not in page and page['links']
+        assert page['warc_filename'] == 'warc/mrcrawl-L000-r00000.warc.gz'
+        data, ctype = warcfile.read_payload(str(tmp_path), page)
+        assert records.digest(data) == page['digest'] and ctype.startswith('text/html')
 
 
 def test_a_page_that_breaks_the_parser_costs_its_parse_not_the_task(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import http.client
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from urllib.parse import urlsplit
@@ -104,6 +105,11 @@ def test_warc_files_hold_a_request_and_response_per_fetched_url(crawled):
     with open(files[0], 'rb') as f:
         assert f.read(2) == b'\x1f\x8b'                 # gzip
     assert report['layers'][0]['warc']['records_response_total'] == 1
+    # The fetch archived its own responses: one file per reduce task, no job of its own.
+    assert all(re.match(r'mrcrawl-L\d{3}-r\d{5}\.warc\.gz$', os.path.basename(f))
+               for f in files)
+    assert not glob.glob(os.path.join(out, 'steps', 'warc-*.json'))
+    assert all('body' not in d and 'http' not in d for d in docs_of(out))
 
     docs = docs_of(out)
     archived = [d for d in docs if d['status'] in (R.FETCH_FETCHED, R.FETCH_HTTP_ERROR)]
@@ -240,7 +246,7 @@ def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
                                             partitioning='hive').to_table().to_pylist()}
     assert rows[base + '/a.html']['layer'] == 2
     assert rows[base + '/a.html']['warc_filename'].startswith('warc/mrcrawl-L002-')
-    counters = json.load(open(os.path.join(out, 'steps', 'warc-002.json')))
+    counters = json.load(open(os.path.join(out, 'steps', 'fetch-002.json')))   # it archives
     assert counters['counters']['warc']['revisit_not_modified_total'] == 3
     assert counters['counters']['warc']['records_revisit_total'] == \
         kinds['not_modified'] + kinds['identical']
@@ -258,10 +264,14 @@ def run_warc_job(runner, inputs, warc_dir, output_dir, conf_file, prefix='mrcraw
         return r.counters()
 
 
-def test_local_runner_one_file_per_split_and_rerun_replaces(crawled, tmp_path):
-    _, out, _ = crawled
+def test_local_runner_one_file_per_split_and_rerun_replaces(tmp_path):
+    """MRWarc over doc/ (fetch.parse = false) on the local runner."""
+    with FixtureSite() as site:
+        (tmp_path / 'c').mkdir()
+        out, _ = crawl_site(site, tmp_path / 'c', test_conf(*SETTINGS, 'fetch.parse=false'),
+                            depth=1)
     conf_file = os.path.join(out, 'conf.json')
-    doc = os.path.join(out, 'out', '001')
+    doc = os.path.join(out, 'doc', '001')
     warc_dir = str(tmp_path / 'warc')
     first = str(tmp_path / 'index1')
     run_warc_job('local', [doc], warc_dir, first, conf_file)

@@ -29,6 +29,13 @@ from jobs.lib.merging import MERGE_DEFAULTS
 #: named there onto the page (MRFetch with warc.enabled: MRWarc then reads out/).
 WARC_FIELDS = ('body', 'http', 'warc_body')
 
+#: What the parse adds to a doc record (jobs/reparse.py strips them to rebuild the doc).
+PARSE_FIELDS = frozenset((
+    'title', 'text', 'links', 'canonical', 'noindex', 'nofollow', 'site', 'fields',
+    'fields_checksum', 'refetch_interval', 'relevance', 'on_topic', 'link_depth_step',
+    'description', 'headings', 'main_text', 'language', 'parse_error', 'sitemap',
+    'resources', 'main_text_error', 'fingerprint', 'fields_missing', 'extract_error'))
+
 
 class PageParser:
     """Compiled once per task: the normaliser, link filters, site configs, topic profile."""

@@ -232,6 +232,106 @@ class WarcFile:
         return os.path.getsize(self.path)
 
 
+class Sink:
+    """One task's WARC file: opened at the first record worth archiving, written under a
+    temporary name (in the task's working folder for an ``hdfs://`` *folder*), moved
+    into place by :meth:`commit` (a retried attempt's file replaces its predecessor's).
+    *count(name, n)* receives the counters."""
+
+    def __init__(self, folder, name, prefix, info, count, webhdfs_url=None, user=None,
+                 name_base='warc'):
+        self.folder, self.name, self.prefix, self.info = folder, name, prefix, info
+        self.count = count
+        self.webhdfs_url, self.user = webhdfs_url, user
+        self.remote = folder.startswith('hdfs://')
+        self.filename = '%s/%s' % (name_base, name)
+        self.warc = self.tmp_path = None
+
+    def add(self, doc, user_agent):
+        """Archive *doc* if :func:`plan` says so: its pointer ``{warc_filename,
+        warc_record_offset, warc_record_length, warc_type}``, else None (counted
+        ``skipped_<status>_total``)."""
+        kind = plan(doc)
+        if kind is None:
+            self.count('skipped_%s_total' % (doc.get('status') or 'unknown'), 1)
+            return None
+        if self.warc is None:
+            if self.remote:
+                import tempfile
+                fd, self.tmp_path = tempfile.mkstemp(prefix='warc-', suffix='.warc.gz',
+                                                     dir='.')
+                os.close(fd)
+            else:
+                os.makedirs(self.folder, exist_ok=True)
+                self.tmp_path = os.path.join(self.folder, '.tmp-' + self.name)
+            self.warc = WarcFile(self.tmp_path, self.name, self.prefix, self.info)
+        done = self.warc.add(doc, user_agent, kind)
+        for rtype, n in done['types'].items():
+            self.count('records_%s_total' % rtype, n)
+        if done['rebuilt']:
+            self.count('headers_rebuilt_total', 1)
+        if not done['verbatim']:
+            self.count('payload_not_verbatim_total', 1)
+        if done['truncated']:
+            self.count('truncated_%s_total' % done['truncated'], 1)
+        self.count('%s_total' % done['kind'], 1)
+        return {'warc_filename': self.filename, 'warc_record_offset': done['offset'],
+                'warc_record_length': done['length'],
+                'warc_type': 'response' if done['kind'] == RESPONSE else 'revisit'}
+
+    def commit(self):
+        """Close the file and move it into place; nothing if no record was written."""
+        if self.warc is None:
+            return
+        size = self.warc.close()
+        if self.remote:
+            commit_hdfs(self.tmp_path, self.folder, self.name, self.webhdfs_url, self.user)
+        else:
+            commit_local(self.tmp_path, self.folder, self.name)
+        self.count('files_total', 1)
+        self.count('bytes_total', size)
+        self.warc = None
+
+
+SOFTWARE = 'mrcrawl/0.1 (warcio)'
+
+
+def read_payload(root, pointer, webhdfs_url=None, user=None):
+    """The HTTP payload of the record *pointer* names ({warc_filename, warc_record_offset,
+    warc_record_length}; the file name relative to the crawl folder *root*, a local path
+    or an hdfs:// URI read through WebHDFS) and its Content-Type header: (bytes, str or
+    None), or None if it is not a response."""
+    from warcio.archiveiterator import ArchiveIterator
+    name = pointer['warc_filename']
+    offset, length = pointer['warc_record_offset'], pointer['warc_record_length']
+    if root.startswith('hdfs://'):
+        from urllib.parse import urlparse
+        from hdfs import InsecureClient
+        client = InsecureClient(webhdfs_url, user=user or None)
+        with client.read('%s/%s' % (urlparse(root).path.rstrip('/'), name), offset=offset,
+                         length=length) as r:
+            chunk = r.read()
+    else:
+        with open(os.path.join(root, name), 'rb') as f:
+            f.seek(offset)
+            chunk = f.read(length)
+    for rec in ArchiveIterator(io.BytesIO(chunk)):
+        if rec.rec_type != 'response':
+            return None
+        ctype = rec.http_headers.get_header('Content-Type') if rec.http_headers else None
+        return rec.content_stream().read(), ctype
+    return None
+
+
+def warcinfo(prefix, user_agent, obey_robots):
+    """The warcinfo fields of a crawl's WARC files."""
+    return {'software': SOFTWARE, 'format': 'WARC File Format 1.1',
+            'conformsTo': 'https://iipc.github.io/warc-specifications/specifications/'
+                          'warc-format/warc-1.1/',
+            'isPartOf': prefix, 'robots': 'obey' if obey_robots else 'ignore',
+            'http-header-user-agent': user_agent}
+
+
 def file_name(prefix, input_file, start):
     """``PREFIX-part-00000-0.warc.gz`` for the map split of *input_file* at byte *start*."""
     base = input_file.rstrip('/').rsplit('/', 1)[-1]
