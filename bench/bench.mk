@@ -27,6 +27,9 @@ bench: bench-deps  ## Full benchmark suite (mrcrawl vs Scrapy, all scale points;
 bench-quick: bench-deps  ## Smallest benchmark point only (politeness-bound, a few minutes)
 	$(BENCH_PY) bench/run.py polite --mrcrawl-src $(BENCH_SRC) --timeout 900
 
+bench-refresh: bench-deps  ## A crawl cycle's refresh cost: 1 % of the cpu4x web changed (POINT=cpu4x)
+	$(BENCH_PY) bench/refresh.py $(or $(POINT),cpu4x)
+
 bench-overhead: $(STAMP)  ## Fixed cost of one job, local vs inline runner, with profiles
 	mkdir -p bench/results
 	$(BIN)/python bench/job_overhead.py --json bench/results/job_overhead.json \

@@ -23,6 +23,12 @@ Writes ``OUT/<ip>/...`` (nginx roots), ``OUT/seeds.txt`` and ``OUT/manifest.json
 every URL reachable from the seeds (robots-allowed), its shortest link distance, found by
 a breadth-first search over the generated links (not assumed from the levels), the
 disallowed prefixes per host, and the politeness lower bounds for a given delay.
+
+``--change F`` changes a web generated before, in place, as time changes a real one (a
+crawl cycle's refresh is measured on it, bench/refresh.py): a fraction F of its
+reachable pages (not the seeds), half edited (a paragraph added: a new digest, the same
+links), a quarter deleted (404), and as many new pages added, each linked from an
+edited page one level up. ``OUT/changes.json`` lists them (``ip path``).
 """
 import argparse
 import json
@@ -158,6 +164,47 @@ def write(path, text):
         f.write(text)
 
 
+def change(args):
+    """Edit, delete and add pages of the web in ``args.out`` (see the module doc)."""
+    with open(os.path.join(args.out, 'manifest.json')) as f:
+        manifest = json.load(f)
+    rng = random.Random(args.seed * 7919 + 1)
+    depth = manifest['args']['depth']
+    pages = sorted(k for k, d in manifest['reachable'].items()
+                   if d > 0 and '?' not in k and not k.endswith(' /about.html'))
+    n = max(4, round(args.change * len(pages)))
+    picked = rng.sample(pages, n)
+    edited, deleted = picked[:n // 2], picked[n // 2:n // 2 + n // 4]
+    # Each new page hangs off an edited page one level up, within the depth.
+    parents = set([k for k in edited if manifest['reachable'][k] < depth][:len(deleted)])
+    added = []
+
+    def file_of(key):
+        ip, path = key.split(' ', 1)
+        return os.path.join(args.out, ip, 'index.html' if path == '/' else path.lstrip('/'))
+
+    for i, key in enumerate(edited):
+        with open(file_of(key), encoding='utf-8') as f:
+            html = f.read()
+        extra = '<p>Updated: a new paragraph, number %d of this change.</p>\n' % i
+        if key in parents:
+            ip = key.split(' ', 1)[0]
+            new_path = '/new/%d.html' % i
+            added.append('%s %s' % (ip, new_path))
+            extra += '<p><a href="%s">A new page</a></p>\n' % new_path
+            write(file_of(added[-1]), '<!DOCTYPE html>\n<html lang="en"><head><meta '
+                  'charset="utf-8"><title>New page %d</title></head><body><main><h1>New '
+                  'page %d</h1><p>Added by the change.</p></main></body></html>\n' % (i, i))
+        write(file_of(key), html.replace('</main>', extra + '</main>', 1))
+    for key in deleted:
+        os.remove(file_of(key))
+    out = {'fraction': args.change, 'reachable': len(pages) + len(manifest['hosts']),
+           'edited': edited, 'deleted': deleted, 'added': added}
+    with open(os.path.join(args.out, 'changes.json'), 'w') as f:
+        json.dump(out, f, indent=0, sort_keys=True)
+    print(json.dumps({k: len(v) if isinstance(v, list) else v for k, v in out.items()}))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     p.add_argument('--hosts', type=int, default=20)
@@ -178,7 +225,11 @@ def main(argv=None):
     p.add_argument('--min-size', type=int, default=3000)
     p.add_argument('--max-size', type=int, default=150000)
     p.add_argument('--delay', type=float, default=0.5, help='Delay for the bounds in the manifest.')
+    p.add_argument('--change', type=float, default=None, metavar='F',
+                   help='Change a fraction F of the pages of the web in --out (see above).')
     args = p.parse_args(argv)
+    if args.change is not None:
+        return change(args)
 
     rng, hosts = build(args)
     text_rng = random.Random(WORDS_RNG_SEED)

@@ -1,0 +1,142 @@
+"""A crawl cycle's refresh cost: crawl a web, change 1 % of it, run the next cycle.
+
+    bench/.venv-scrapy/bin/python bench/refresh.py cpu1x [--change 0.01] [--runner local]
+
+1. generates the point's web afresh (bench/work/web-POINT-refresh: it gets changed);
+2. crawls it with mrcrawl (the point's depth, no delay), keeping the first cycle's step
+   times (OUT/steps/*.json; the second cycle overwrites those of the final outputs);
+3. changes it (bench/gen_web.py --change: edits, deletions, additions);
+4. runs the next cycle with recrawl.interval = 0 (every known page due: conditional
+   requests, which nginx answers 304 for unchanged files);
+5. writes bench/results/refresh-POINT.json: per cycle, the fetch seconds (fetch steps)
+   and the rest (every other step: crawl database update, generate, merge, index,
+   XML, current, delta), the 304s and 200s from nginx's log, and the delta's counts.
+
+The issue's target: the refresh cycle's non-fetch steps take at most 15 % of their time
+in the first crawl. This measures where they stand; nothing here is timed in tests.
+"""
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH)
+
+import run  # noqa: E402
+from server import Nginx  # noqa: E402
+
+#: Its own port and nginx folder: it may run beside bench/run.py.
+PORT = run.PORT + 1
+
+
+def steps_by_kind(steps_dir, names=None):
+    """{kind: seconds} over steps/*.json (only *names* if given)."""
+    out = collections.defaultdict(float)
+    for fn in sorted(os.listdir(steps_dir)):
+        if names is not None and fn not in names:
+            continue
+        with open(os.path.join(steps_dir, fn)) as f:
+            step = json.load(f)
+        kind = fn[:-len('.json')].split('-')[0]
+        if kind in ('inject', 'index'):     # index: its rows job is counted apart
+            if kind == 'index':
+                out['index'] += step['seconds']
+            continue
+        out[kind] += step['seconds']
+    if 'index' in out and 'indexrows' in out:
+        out['index'] -= out['indexrows']
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def split(kinds):
+    fetch = sum(v for k, v in kinds.items() if k in ('fetch', 'plan'))
+    return round(fetch, 3), round(sum(kinds.values()) - fetch, 3)
+
+
+def statuses(log):
+    """HTTP status counts of an nginx access log."""
+    counts = collections.Counter()
+    with open(log, 'rb') as f:
+        for line in f:
+            parts = line.split(b'"')
+            if len(parts) > 2:
+                fields = parts[2].split()
+                if fields:
+                    counts[fields[0].decode()] += 1
+    return dict(counts)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    p.add_argument('point', choices=sorted(run.POINTS))
+    p.add_argument('--change', type=float, default=0.01)
+    args = p.parse_args(argv)
+    point = run.POINTS[args.point]
+    web = os.path.join(run.WORK, 'web-%s-refresh' % args.point)
+    out = os.path.join(run.WORK, 'out-refresh-%s' % args.point)
+    shutil.rmtree(web, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([sys.executable, os.path.join(BENCH, 'gen_web.py'), '--out', web,
+                    '--hosts', str(point['hosts']), '--pages', str(point['pages']),
+                    '--depth', str(point['depth']), '--port', str(PORT)], check=True,
+                    stdout=subprocess.DEVNULL)
+    os.makedirs(os.path.join(run.WORK, 'logs'), exist_ok=True)
+    result = {'point': args.point, 'params': point, 'change': args.change,
+              'started': time.strftime('%Y-%m-%dT%H:%M:%S'),
+              'load_avg_before': [round(x, 2) for x in os.getloadavg()]}
+    cycles = []
+    for n, settings in ((1, []), (2, ['recrawl.interval=0'])):
+        if n == 2:
+            changed = subprocess.run(
+                [sys.executable, os.path.join(BENCH, 'gen_web.py'), '--out', web,
+                 '--change', str(args.change)], check=True, capture_output=True, text=True)
+            result['changes'] = json.loads(changed.stdout)
+        before = set(os.listdir(os.path.join(out, 'steps'))) if n == 2 else set()
+        log = os.path.join(run.WORK, 'logs', 'refresh-%s-%d.access.log' % (args.point, n))
+        # A fresh nginx per cycle: its open_file_cache would serve the changed files'
+        # old metadata for up to a minute.
+        with Nginx(web, os.path.join(run.WORK, 'nginx-refresh'), PORT, log) as _:
+            t = time.monotonic()
+            res = subprocess.run(run.crawl_cmd('mrcrawl', web, point, out, settings),
+                                 cwd=run.ROOT, capture_output=True, text=True)
+            wall = time.monotonic() - t
+        if res.returncode:
+            sys.exit('cycle %d failed:\n%s' % (n, res.stderr[-3000:]))
+        steps_dir = os.path.join(out, 'steps')
+        if n == 1:
+            kinds = steps_by_kind(steps_dir)
+        else:
+            # This cycle's steps: its layers' and every final step it rewrote.
+            with open(os.path.join(out, 'cycles', '002.json')) as f:
+                first = json.load(f)['first_layer']
+            mine = {fn for fn in os.listdir(steps_dir) if fn not in before or any(
+                fn.endswith('-%03d.json' % layer) for layer in range(first, first + 99))
+                or not fn[:-5].split('-')[-1].isdigit()}
+            mine.discard('inject.json')
+            kinds = steps_by_kind(steps_dir, mine)
+        fetch, rest = split(kinds)
+        cycles.append({'cycle': n, 'wall_seconds': round(wall, 3),
+                       'fetch_seconds': fetch, 'non_fetch_seconds': rest,
+                       'seconds_by_kind': kinds, 'http_statuses': statuses(log)})
+        print(json.dumps(cycles[-1]), flush=True)
+    delta = os.path.join(out, 'steps', 'delta-002.json')
+    if os.path.exists(delta):
+        with open(delta) as f:
+            result['delta'] = json.load(f)['counters'].get('delta', {})
+    result['cycles'] = cycles
+    result['non_fetch_ratio'] = round(cycles[1]['non_fetch_seconds'] /
+                                      cycles[0]['non_fetch_seconds'], 3)
+    os.makedirs(run.RESULTS, exist_ok=True)
+    with open(os.path.join(run.RESULTS, 'refresh-%s.json' % args.point), 'w') as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+    print(json.dumps({k: result[k] for k in ('non_fetch_ratio', 'delta', 'changes')
+                      if k in result}))
+
+
+if __name__ == '__main__':
+    main()
