@@ -691,7 +691,9 @@ class Crawl:
                 self.fs.rm(self.path('crawldb', name))
 
     def finish(self, layers, merge=None, xml=None, stopped=False, index=None):
-        report = self.report.write(layers, merge, xml, stopped, index)
+        build = self.built() if merge is not None else None
+        report = self.report.write(layers, merge, xml, stopped, index,
+                                   Cycles(self.fs, self.out).all(), build)
         self.progress(self.report.format_summary(report))
         try:
             from drivers.report_html import write_report_html

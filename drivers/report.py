@@ -83,7 +83,7 @@ class Report:
             cells.append('%9s' % ('%.1f' % v if isinstance(v, float) else v))
         return ' '.join(cells)
 
-    def write(self, layers, merge, xml, stopped, index=None):
+    def write(self, layers, merge, xml, stopped, index=None, cycles=None, build=None):
         report = {
             'out': self.out, 'runner': self.runner, 'depth': self.depth,
             'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
@@ -92,6 +92,12 @@ class Report:
                          'politeness.user_agent': self.conf['politeness']['user_agent']},
             'seeds': self.load_step('inject').get('seeds'),
             'layers': layers,
+            # Which layers each crawl cycle ran, and the build the outputs describe.
+            'cycles': [{k: c.get(k) for k in ('cycle', 'first_layer', 'depth', 'at',
+                                               'finished')}
+                       | {'layers': [row['layer'] for row in c['layers']]}
+                       for c in cycles or ()],
+            'build': build,
             'totals': {key: sum(row.get(key, 0) for row in layers)
                        for _, key in COLUMNS[1:]},
         }

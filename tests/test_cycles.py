@@ -79,6 +79,8 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
     # same cycle, one layer later.
     assert {'/', '/t/edit.html', '/t/same.html', '/t/new.html'} <= asked
     assert [row['layer'] for row in second['layers']] == [0, 1, 2, 3]
+    assert [c['layers'] for c in second['cycles']] == [[0, 1], [2, 3]]
+    assert second['build'] == '002' and first['build'] == '001'
     cycles = sorted(os.listdir(os.path.join(out, 'cycles')))
     assert cycles == ['001.json', '002.json']
     c2 = json.load(open(os.path.join(out, 'cycles', '002.json')))

@@ -280,7 +280,17 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
             restart = subprocess.run(['bash', os.path.join(ROOT, 'hadoop', 'up.sh')],
                                      capture_output=True, text=True, timeout=300)
         second_requests = site.requests[n_before:]
-    assert restart.returncode == 0, restart.stderr[-3000:]
+        assert restart.returncode == 0, restart.stderr[-3000:]
+        # The first crawl's next cycle, every job on YARN: a new seed joins (the
+        # seeds' join is a two-step generate), every known page is due again
+        # (recrawl.interval = 0) and comes back unchanged (304 or the same digest).
+        new_url = site.url('/hidden/3.html')
+        seeds2 = tmp_path / 'seeds2.txt'
+        seeds2.write_text(site.url('/') + '\n' + new_url + '\n')
+        n_cycle = len(site.requests)
+        mrcrawl_crawl(seeds2, out_uri, 'hadoop', ['hadoop.local_max_bytes=0',
+                                                  'recrawl.interval=0'])
+        cycle_paths = {r['path'] for r in site.requests[n_cycle:]}
 
     # The node died mid-fetch (a task of it was talking to the site); YARN declared it
     # lost and ran the fetch again on the other node, and the crawl still succeeded.
@@ -328,6 +338,20 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     assert {k: v for k, v in small_steps.items() if k.startswith('fetch-')} == {
         'fetch-%03d' % n: 'hadoop' for n in range(DEPTH + 1)}
     assert small_steps['optimize-000'] == small_steps['merge'] == small_steps['xml'] == 'inline'
+    # Parsed again from the WARC records on HDFS with a new field rule: the site is gone,
+    # so nothing could have been fetched, and the field is in merged/.
+    sites_dir = tmp_path / 'sites'
+    sites_dir.mkdir()
+    (sites_dir / 'fixture.toml').write_text(
+        '[site]\nname = "fixture"\nhosts = ["127.0.0.1"]\n[fields.HEADING]\ncss = "h1"\n')
+    args = [sys.executable, '-m', 'drivers.cli', 'reparse', small_uri, '-r', 'hadoop']
+    for setting in SETTINGS + ['parse.sites=["%s"]' % sites_dir]:
+        args += ['--set', setting]
+    res = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    merged = {r['url']: r for r in hdfs_records(fs, small_uri + '/merged')}
+    assert merged[site.url('/')]['fields'] == {'HEADING': 'Fixture home'}
+    assert len(hdfs_xml(fs, small_uri + '/delta/001-reparse1/xml')) == len(merged)
     fs.rm(small_uri)
     # The dependency archive went to HDFS once, under its content hash, and each
     # NodeManager downloaded (localised) it at most once for all the jobs of the crawls.
@@ -357,9 +381,14 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     assert sum(j['failedReduceAttempts'] for j in jobs) == 1, jobs
     assert len(reruns(jobs)) <= 1
 
-    # Same pages in xml/ (read from HDFS as a downstream job would) and same documents.
+    # Same pages in xml/ (read from HDFS as a downstream job would) and same documents,
+    # after the second cycle: the new seed's page besides; the delta holds it alone.
     hadoop_xml = hdfs_xml(fs, out_uri + '/xml')
-    same_xml(hadoop_xml, local_xml)
+    assert new_url in hadoop_xml and {'/', '/hidden/3.html'} <= cycle_paths
+    same_xml({u: d for u, d in hadoop_xml.items() if u != new_url}, local_xml)
+    assert set(hdfs_xml(fs, out_uri + '/delta/002/xml')) == {new_url}
+    cycle2 = json.loads(fs.read_text(out_uri + '/cycles/002.json'))
+    assert cycle2['finished'] and cycle2['first_layer'] == DEPTH + 1
 
     # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
@@ -371,8 +400,9 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
         in_urls = sorted(r['url'] for r in hdfs_records(fs, '%s/in/%s' % (out_uri, layer)))
         assert sorted(d['url'] for d in hadoop_pages) == in_urls, layer  # none lost or twice
 
-    # WARC (warc.enabled): the map tasks uploaded their files to HDFS through WebHDFS;
-    # read back with warcio, they hold the same responses as the local run's.
+    # WARC (warc.enabled): the fetch tasks uploaded their files to HDFS through WebHDFS;
+    # read back with warcio, the first cycle's hold the same responses as the local
+    # run's.
     def responses(paths, read):
         got = []
         for path in paths:
@@ -384,7 +414,8 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
                         rec.rec_headers.get_header('WARC-Payload-Digest')))
         return sorted(got)
     local_warc = os.path.join(local_out, 'warc')
-    hadoop_names = [n for n in fs.listdir(out_uri + '/warc') if n.endswith('.warc.gz')]
+    hadoop_names = [n for n in fs.listdir(out_uri + '/warc') if n.endswith('.warc.gz')
+                    and int(n.split('-')[1][1:]) <= DEPTH]     # the first cycle's layers
     assert hadoop_names and not [n for n in fs.listdir(out_uri + '/warc')
                                  if n.startswith('.tmp-')]
     got = responses([out_uri + '/warc/' + n for n in hadoop_names], fs.read_bytes)
@@ -396,10 +427,12 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     local_report = json.load(open(os.path.join(local_out, 'report.json')))
     hadoop_report = json.loads(fs.read_text(out_uri + '/report.json'))
     keys = ('urls_in', 'fetched', 'http_error', 'robots_denied', 'new_urls', 'accounted')
-    assert [{k: r[k] for k in keys} for r in hadoop_report['layers']] == \
+    assert [{k: r[k] for k in keys} for r in hadoop_report['layers'][:DEPTH + 1]] == \
         [{k: r[k] for k in keys} for r in local_report['layers']]
+    assert len(hadoop_report['layers']) > DEPTH + 1           # and the second cycle's
     assert hadoop_report['xml']['documents'] == len(hadoop_xml)
-    assert hadoop_report['index']['rows'] == local_report['index']['rows'] > 0
+    # One row per URL's current fetch after the second cycle, the new page's included.
+    assert hadoop_report['index']['rows'] >= local_report['index']['rows'] > 0
     assert 'crawl summary' in summary
     assert n_local > 0
 
