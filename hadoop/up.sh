@@ -310,6 +310,7 @@ start() {  # start NAME TOOL [NODE]: a master daemon, or NAME (datanode|nodemana
   [[ -n "$k" ]] && name="$cmd$k"
   if alive "$name"; then log "$name already running (pid $(cat "$PIDS/$name.pid"))"; return 0; fi
   log "starting $name"
+  [[ "$cmd" == nodemanager ]] && NM_STARTED=$(( NM_STARTED + 1 ))
   [[ -f "$LOGS/$name.log" ]] && mv -f "$LOGS/$name.log" "$LOGS/$name.log.1"
   if [[ -z "$k" ]]; then
     nohup "$HERE/bin/$tool" "$cmd" >"$LOGS/$name.log" 2>&1 </dev/null &
@@ -357,7 +358,16 @@ for spec in "${specs[@]}"; do
     die "port $p (for $n) is in use by another process; run hadoop/down.sh or free it"
   fi
 done
+yarn_nodes() {
+  { curl -s --max-time 2 'http://127.0.0.1:8088/ws/v1/cluster/nodes' || true; } \
+    | python3 -c 'import sys,json
+try: print(" ".join(n["id"] for n in (json.load(sys.stdin)["nodes"] or {}).get("node", [])
+               if n["state"] == "RUNNING"))
+except Exception: print("")' 2>/dev/null
+}
 t_start=$(date +%s)
+NM_STARTED=0
+NODES_BEFORE="$(yarn_nodes 2>/dev/null || true)"
 start namenode hdfs
 start resourcemanager yarn
 for k in $(seq 1 "$NODES"); do start datanode hdfs "$k"; start nodemanager yarn "$k"; done
@@ -378,11 +388,16 @@ safemode_off() {
 try: print(1 if json.load(sys.stdin)["beans"][0]["Safemode"]=="" else 0)
 except Exception: print(0)' 2>/dev/null
 }
-yarn_active() {
-  { curl -s --max-time 2 'http://127.0.0.1:8088/ws/v1/cluster/metrics' || true; } \
-    | python3 -c 'import sys,json
-try: print(json.load(sys.stdin)["clusterMetrics"]["activeNodes"])
-except Exception: print(0)' 2>/dev/null
+# YARN is ready when exactly NODES NodeManagers are RUNNING and as many as were started
+# now have registered under a node id not seen before they started (a NodeManager's
+# port, so its id, is new at each start): after a restart the dead one's entry must
+# have expired first, or containers would be sent to it
+# (yarn.nm.liveness-monitor.expiry-interval-ms).
+yarn_ready() {
+  local run new=0 id
+  run=($(yarn_nodes))
+  for id in "${run[@]}"; do [[ " $NODES_BEFORE " == *" $id "* ]] || new=$(( new + 1 )); done
+  (( ${#run[@]} == NODES && new >= NM_STARTED )) && echo 1 || echo 0
 }
 jhs_up() { curl -s --max-time 2 -o /dev/null 'http://127.0.0.1:19888/ws/v1/history/info'; }
 
@@ -394,7 +409,7 @@ while :; do
   if [[ $hdfs_ok == 0 ]] && (( $(jmx_live) >= NODES )) && (( $(safemode_off) == 1 )); then
     hdfs_ok=1; log "HDFS up: $NODES live DataNodes, safemode off ($(( $(date +%s) - t_start ))s)"
   fi
-  if [[ $yarn_ok == 0 ]] && (( $(yarn_active) >= NODES )); then
+  if [[ $yarn_ok == 0 ]] && (( $(yarn_ready) == 1 )); then
     yarn_ok=1; log "YARN up: $NODES active NodeManagers ($(( $(date +%s) - t_start ))s)"
   fi
   if [[ $jhs_ok == 0 ]] && jhs_up; then
