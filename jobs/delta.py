@@ -6,9 +6,9 @@ Reads the merged pages of the previous build (prev_merged/), those of this one
 MRCurrent; out/* in a first cycle); writes delta/BUILD: for indexers that apply only
 differences,
 
-- a ``merged`` record for every page added or changed: its content, title, fields,
-  anchors, duplicate groups or resources differ (DELTA_IGNORED lists what does not
-  count: fetch times, headers, the layer);
+- a ``merged`` record for every page added or changed: what its XML document carries
+  differs (content, title, fields, links, anchors, duplicate groups, resources:
+  DELTA_FIELDS), not merely its fetch time or layer;
 - a ``deletion`` record ``{"kind": "deletion", "url", "reason", "http_status",
   "fetch_time", "duplicate_of"}`` for every page of the previous cycle that is no
   longer a page, with why: ``gone`` (404/410), ``noindex``, ``redirected`` (now
@@ -35,14 +35,19 @@ from mrjob.step import MRStep
 from jobs.base import CrawlJob
 from jobs.lib import records as R
 
-#: Merged-record fields whose change alone is no change for an index.
-DELTA_IGNORED = ('fetch_time', 'elapsed', 'layer', 'build', 'headers', 'attempts', 'depth',
-                 'http_status', 'status', 'reason', 'refetch_interval', 'prev')
+#: What an index sees of a merged record: the fields its XML document carries
+#: (jobs/lib/xmlpage.py page_xml) but the fetch's time and place (fetch_time, layer,
+#: depth, status, http_status). A page fetched again with the same content is no change;
+#: its new WARC record, OPIC score or timings are none either.
+DELTA_FIELDS = ('url', 'content_type', 'encoding', 'length', 'digest', 'simhash',
+                'language', 'title', 'description', 'headings', 'text', 'main_text', 'links',
+                'anchors', 'duplicates', 'near_duplicates', 'canonical_duplicates', 'site',
+                'fields', 'fields_checksum', 'resources')
 
 
 def signature(rec):
     """Digest of what an index sees of a merged record."""
-    kept = {k: v for k, v in rec.items() if k not in DELTA_IGNORED}
+    kept = {k: rec.get(k) for k in DELTA_FIELDS}
     return hashlib.sha1(json.dumps(kept, sort_keys=True).encode('utf-8')).hexdigest()
 
 

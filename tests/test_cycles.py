@@ -255,3 +255,40 @@ def test_reparse_extracts_new_fields_from_the_stored_pages_without_a_request(sit
     counters = json.load(open(os.path.join(out, 'steps', 'reparse-001-reparse1-001.json')))
     assert counters['counters']['reparse']['reparsed_total'] > 0
     assert counters['counters']['reparse'].get('warc_unreadable_OSError_total') is None
+
+
+def test_the_delta_signature_follows_what_the_xml_document_carries():
+    """Every field whose change changes a page's XML document changes its delta
+    signature, but the fetch's time and place (a page fetched again, unchanged)."""
+    from jobs.delta import signature
+    from jobs.lib import xmlpage
+    page = {'kind': 'merged', 'url': 'http://h/a', 'status': 'fetched', 'http_status': 200,
+            'fetch_time': '2026-12-01T00:00:00Z', 'depth': 1, 'layer': 1,
+            'content_type': 'text/html', 'encoding': 'utf-8', 'length': 10,
+            'digest': 'sha1:X', 'simhash': '00ff', 'language': 'en', 'title': 'T',
+            'description': 'D', 'headings': [{'level': 1, 'text': 'H'}], 'text': 'x',
+            'main_text': 'y', 'links': [{'url': 'http://h/b', 'text': 'b'}],
+            'anchors': [{'from': 'http://h/c', 'text': 'c'}], 'duplicates': ['http://h/d'],
+            'near_duplicates': [], 'canonical_duplicates': [], 'site': 's',
+            'fields': {'F': 'v'}, 'fields_checksum': 'k', 'resources': [],
+            'score': 0.5, 'warc_filename': 'warc/x', 'warc_record_offset': 1, 'elapsed': 0.1}
+    volatile = {'fetch_time', 'depth', 'layer', 'status', 'http_status'}
+    other = {'headings': [{'level': 2, 'text': 'H2'}],
+             'links': [{'url': 'http://h/z', 'text': 'z'}],
+             'anchors': [{'from': 'http://h/y', 'text': 'y'}],
+             'duplicates': ['http://h/e'], 'near_duplicates': ['http://h/d'],
+             'canonical_duplicates': ['http://h/d'], 'fields': {'F': 'w'},
+             'resources': [{'name': 'img', 'url': 'http://h/i.png', 'status': 'fetched',
+                            'content_type': 'image/png', 'length': 3, 'digest': 'sha1:I',
+                            'http_status': 200, 'reason': None, 'truncated': False}],
+             'fetch_time': '2027-01-01T00:00:00Z', 'http_status': 304, 'depth': 2,
+             'layer': 5, 'length': 11, 'score': 0.25, 'warc_record_offset': 9,
+             'elapsed': 0.2}
+    for key in page:
+        changed = dict(page, **{key: other.get(key, 'other')})
+        xml_differs = xmlpage.page_xml(changed) != xmlpage.page_xml(page)
+        if key in volatile or not xml_differs:
+            # The fetch's time and place, and what the document does not carry.
+            assert signature(changed) == signature(page) or key == 'fields_checksum', key
+        else:
+            assert signature(changed) != signature(page), key
