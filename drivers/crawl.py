@@ -29,6 +29,7 @@ after its counters were saved in OUT/steps/<step>.json. A step whose output fold
 exists is done, so rerunning the same command after a crash continues from the last
 completed step and fetches nothing twice.
 """
+import contextlib
 import json
 import logging
 import os
@@ -37,7 +38,7 @@ import threading
 import time
 
 from drivers import fs as fslib, hadoop
-from drivers.cycles import Cycles, FolderError, LockHeld
+from drivers.cycles import Cycles, FolderError, LockHeld, layer_rows
 from drivers.report import Report
 from drivers.seeds import read_seeds
 from jobs.lib import counters as C, urls
@@ -311,6 +312,14 @@ class Crawl:
         crawl. The first cycle starts from *seeds_path*; a later one from what the
         crawl database holds that is new within the depth or due at *at* (default:
         now), plus the seeds it does not know. An unfinished cycle is resumed."""
+        with self.locked() as cycles:
+            return self._cycle(cycles, seeds_path, at)
+
+    @contextlib.contextmanager
+    def locked(self):
+        """Prepare the folder and hold its lock (drivers/cycles.py) while the body runs;
+        yields its Cycles. Another run's lock, or a folder of an incompatible layout,
+        is a CrawlError."""
         self.prepare()
         cycles = Cycles(self.fs, self.out)
         try:
@@ -320,7 +329,7 @@ class Crawl:
         if stale:
             self.progress(stale)
         try:
-            return self._cycle(cycles, seeds_path, at)
+            yield cycles
         except FolderError as e:
             raise CrawlError(str(e))
         finally:
@@ -353,7 +362,7 @@ class Crawl:
             steps, stopped = self.run_layer(layer, urls_in, hosts_in,
                                             more=layer - first < self.depth)
             if stopped:
-                return self.finish(cycles.rows(), stopped=True)
+                return self.finish(cycles, stopped=True)
             row = self.report.layer_row(layer, urls_in, steps)
             cycle['layers'] = [r for r in cycle['layers'] if r['layer'] != layer] + [row]
             cycles.save(cycle)
@@ -371,22 +380,14 @@ class Crawl:
             result = self.final_outputs(cycle)
         cycle['finished'] = True
         cycles.save(cycle)
-        return self.finish(cycles.rows(), **result)
+        return self.finish(cycles, **result)
 
     def reparse(self):
         """`mrcrawl reparse`: every layer's pages parsed again from their stored bodies
         with this run's settings (MRReparse: nothing is fetched), then the outputs
         rebuilt as build CCC-reparseK, with the delta they make (delta/CCC-reparseK)."""
         from jobs.reparse import MRReparse
-        self.prepare()
-        cycles = Cycles(self.fs, self.out)
-        try:
-            stale = cycles.lock()
-        except LockHeld as e:
-            raise CrawlError(str(e))
-        if stale:
-            self.progress(stale)
-        try:
+        with self.locked() as cycles:
             done = cycles.all()
             if not done or not done[-1]['finished']:
                 raise CrawlError('%s has no finished crawl cycle to parse again: run or '
@@ -420,9 +421,7 @@ class Crawl:
             self.fs.rm(self.path('reparsed'))
             result = self.final_outputs(cycle, build)
             self.fs.rm(state)
-            return self.finish(cycles.rows(), **result)
-        finally:
-            cycles.unlock()
+            return self.finish(cycles, **result)
 
     def reparse_args(self):
         """MRReparse's arguments: the crawl folder its WARC file names are relative to."""
@@ -575,9 +574,10 @@ class Crawl:
         build = build or '%03d' % n
         outs = [self.path('out', name) for name in self.fs.listdir(self.path('out'))
                 if name.isdigit()]
-        if self.built() != build:
+        built = self.built()
+        if built != build:
             self.progress('outputs of build %s are behind: rebuilding them as %s' % (
-                self.built(), build))
+                built, build))
             if self.fs.exists(self.path('merged')) and \
                     not self.fs.exists(self.path('prev_merged')):
                 self.fs.rename(self.path('merged'), self.path('prev_merged'))
@@ -690,10 +690,11 @@ class Crawl:
             if name.isdigit() and int(name) < layer - 1:
                 self.fs.rm(self.path('crawldb', name))
 
-    def finish(self, layers, merge=None, xml=None, stopped=False, index=None):
+    def finish(self, cycles, merge=None, xml=None, stopped=False, index=None):
+        """report.json (every cycle's layers) and report.html; the temporary files go."""
+        done = cycles.all()
         build = self.built() if merge is not None else None
-        report = self.report.write(layers, merge, xml, stopped, index,
-                                   Cycles(self.fs, self.out).all(), build)
+        report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build)
         self.progress(self.report.format_summary(report))
         try:
             from drivers.report_html import write_report_html

@@ -64,11 +64,6 @@ class Cycles:
         self.fs.write_text(self._path('%03d.json' % cycle['cycle']),
                            json.dumps(cycle, indent=1, sort_keys=True))
 
-    def rows(self):
-        """The summary rows of every layer of every cycle, in layer order."""
-        return sorted((row for c in self.all() for row in c['layers']),
-                      key=lambda row: row['layer'])
-
     def begin(self, depth, seeds, at=None, on_new=None):
         """(the cycle to run, whether it is new): the unfinished last one, else a new
         one after it (``on_new(first_layer)`` runs before it is recorded)."""
@@ -122,6 +117,11 @@ class Cycles:
 
     def unlock(self):
         self.fs.rm(self.fs.join(self.out, 'lock.json'))
+
+
+def layer_rows(cycles):
+    """The summary rows of every layer of *cycles* (Cycles.all()), in layer order."""
+    return sorted((row for c in cycles for row in c['layers']), key=lambda row: row['layer'])
 
 
 def _alive(pid):
