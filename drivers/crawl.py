@@ -406,7 +406,8 @@ class Crawl:
             layers = [n for n in self.fs.listdir(self.path('out')) if n.isdigit()]
             self.progress('reparse: %d layer(s) from the stored pages, as %s' % (
                 len(layers), build))
-            args = self.reparse_args()
+            # The crawl folder the WARC file names are relative to.
+            args = self.task_path_args('--crawl-root', self.out)
             for L in layers:
                 step = self.run_step('reparse-%s-%s' % (build, L), MRReparse,
                                      [self.path('out', L)], self.path('reparsed', L), args)
@@ -422,14 +423,6 @@ class Crawl:
             result = self.final_outputs(cycle, build)
             self.fs.rm(state)
             return self.finish(cycles, **result)
-
-    def reparse_args(self):
-        """MRReparse's arguments: the crawl folder its WARC file names are relative to."""
-        if self.out.startswith('hdfs://'):
-            from drivers.hdfs import webhdfs_address
-            url, user = webhdfs_address()
-            return ['--crawl-root', self.out, '--webhdfs-url', url, '--hdfs-user', user]
-        return ['--crawl-root', os.path.abspath(self.fs.local_path(self.out))]
 
     def _last_depth(self, cycles):
         known = [c['depth'] for c in cycles.all() if c['depth'] is not None]
@@ -643,15 +636,18 @@ class Crawl:
         """The arguments of MRWarc and of an archiving MRFetch: where the files go (an
         absolute local path, or the hdfs:// URI and the WebHDFS address the tasks
         upload through) and their name prefix."""
-        warc_dir = self.path('warc')
-        args = ['--warc-prefix', prefix]
-        if self.runner == 'hadoop' or warc_dir.startswith('hdfs://'):
+        return ['--warc-prefix', prefix] + self.task_path_args('--warc-dir',
+                                                                self.path('warc'))
+
+    def task_path_args(self, option, path):
+        """``option PATH`` for a crawl folder the tasks themselves read or write: an
+        absolute local path, or the hdfs:// URI with the WebHDFS address and user they
+        go through (CrawlJob.add_webhdfs_args)."""
+        if self.runner == 'hadoop' or path.startswith('hdfs://'):
             from drivers.hdfs import webhdfs_address
             url, user = webhdfs_address()
-            args += ['--webhdfs-url', url, '--hdfs-user', user]
-        else:
-            warc_dir = os.path.abspath(self.fs.local_path(warc_dir))
-        return args + ['--warc-dir', warc_dir]
+            return [option, path, '--webhdfs-url', url, '--hdfs-user', user]
+        return [option, os.path.abspath(self.fs.local_path(path))]
 
     def clear_warc_files(self, final, prefix):
         """Before a WARC step runs (again): remove the files an interrupted run of it left

@@ -70,6 +70,13 @@ class CrawlJob(MRJob):
                               'crawl cuts a job whose first step hands on little '
                               '(drivers/hadoop.py run_cut). Default: every step.')
 
+    def add_webhdfs_args(self, what):
+        """--webhdfs-url and --hdfs-user: how a task reads or writes *what* (a folder of
+        the crawl's) when it is an hdfs:// URI (the driver passes them: Crawl.task_path_args)."""
+        self.add_passthru_arg('--webhdfs-url', default='http://127.0.0.1:9870',
+                              help='NameNode HTTP address, for an hdfs:// %s.' % what)
+        self.add_passthru_arg('--hdfs-user', default='', help='HDFS user for WebHDFS.')
+
     # -- a range of the steps (--step-range) ------------------------------------------
     # mrjob reads a job's steps through exactly these two methods (mrjob/job.py).
 

@@ -86,9 +86,7 @@ class MRFetch(CrawlJob):
                               'and point each page record at its record. Default: off.')
         self.add_passthru_arg('--warc-prefix', default='mrcrawl',
                               help='WARC file name prefix, e.g. mrcrawl-L000.')
-        self.add_passthru_arg('--webhdfs-url', default='http://127.0.0.1:9870',
-                              help='NameNode HTTP address, for an hdfs:// --warc-dir.')
-        self.add_passthru_arg('--hdfs-user', default='', help='HDFS user for WebHDFS.')
+        self.add_webhdfs_args('--warc-dir')
         self.add_passthru_arg('--bins', type=int, default=0,
                               help='Reducer bins, in place of fetch.reducers (the driver '
                               'gives 1 when it fetches a small layer inline). Default: 0 '

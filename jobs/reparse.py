@@ -34,9 +34,7 @@ class MRReparse(CrawlJob):
         self.add_passthru_arg('--crawl-root', required=True,
                               help='The crawl folder the WARC file names are relative to '
                                    '(local path or hdfs:// URI).')
-        self.add_passthru_arg('--webhdfs-url', default='http://127.0.0.1:9870',
-                              help='NameNode HTTP address, for an hdfs:// crawl folder.')
-        self.add_passthru_arg('--hdfs-user', default='', help='HDFS user for WebHDFS.')
+        self.add_webhdfs_args('crawl folder')
 
     def steps(self):
         return [MRStep(mapper_init=self.mapper_init_parser, mapper=self.mapper_reparse)]

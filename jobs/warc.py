@@ -53,13 +53,10 @@ class MRWarc(CrawlJob):
         self.add_passthru_arg('--warc-dir', help='Folder of the WARC files (local path or '
                               'hdfs:// URI), the crawl\'s warc/.')
         self.add_passthru_arg('--warc-prefix', default='mrcrawl',
-                              help='File name prefix, e.g. mrcrawl-L000 (layer 0) or '
-                              'mrcrawl-R001 (re-crawl round 1).')
+                              help='File name prefix, e.g. mrcrawl-L000 (layer 0).')
         self.add_passthru_arg('--warc-name-base', default='warc',
                               help='warc_filename in the output = this + "/" + file name.')
-        self.add_passthru_arg('--webhdfs-url', default='http://127.0.0.1:9870',
-                              help='NameNode HTTP address, for an hdfs:// --warc-dir.')
-        self.add_passthru_arg('--hdfs-user', default='', help='HDFS user for WebHDFS.')
+        self.add_webhdfs_args('--warc-dir')
 
     def steps(self):
         return [MRStep(mapper_init=self.mapper_init_file, mapper=self.mapper_write,
