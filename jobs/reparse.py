@@ -23,9 +23,6 @@ from mrjob.step import MRStep
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, encoding, records as R
 
-HTML_TYPES = ('text/html', 'application/xhtml+xml')
-
-
 class MRReparse(CrawlJob):
     COUNTER_GROUP = 'reparse'
 
@@ -76,8 +73,7 @@ class MRReparse(CrawlJob):
             return None
         data, ctype = stored
         ctype = ctype or page.get('content_type')
-        mime = ctype.split(';', 1)[0].strip().lower() if ctype else None
-        if mime is None or mime in HTML_TYPES:
+        if encoding.is_html(encoding.mime(ctype)):
             doc['body'], doc['encoding'] = encoding.decode(data, ctype)
         else:
             doc['raw_body'] = base64.b64encode(data).decode('ascii')

@@ -20,6 +20,20 @@ _DETECT_BYTES = 64 * 1024
 DEFAULT = 'windows-1252'
 
 
+#: Media types whose bodies are HTML documents (decoded to text and parsed as HTML).
+HTML_TYPES = ('text/html', 'application/xhtml+xml')
+
+
+def mime(content_type):
+    """``text/html; charset=utf-8`` -> ``text/html``; None for no header."""
+    return content_type.split(';', 1)[0].strip().lower() if content_type else None
+
+
+def is_html(media_type):
+    """A body of this media type (None: the server did not say) is read as HTML."""
+    return media_type is None or media_type in HTML_TYPES
+
+
 def lookup(label):
     """WHATWG encoding name for *label*, or None if it is not a known label."""
     if not label:

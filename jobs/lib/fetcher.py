@@ -42,7 +42,6 @@ import urllib3.exceptions
 
 from jobs.lib import counters as C, encoding, records as R, robots, urls
 
-HTML_TYPES = ('text/html', 'application/xhtml+xml')
 _KEPT_HEADERS = ('etag', 'last-modified', 'x-robots-tag', 'retry-after', 'content-length',
                  'content-encoding')
 _CHUNK = 64 * 1024
@@ -822,7 +821,7 @@ class HostFetcher:
 
     def _record_response(self, doc, resp, deadline):
         ctype = resp.headers.get('content-type')
-        mime = ctype.split(';', 1)[0].strip().lower() if ctype else None
+        mime = encoding.mime(ctype)
         doc['http_status'] = resp.status_code
         doc['content_type'] = mime
         doc['headers'] = {k: resp.headers[k] for k in _KEPT_HEADERS if k in resp.headers}
@@ -838,7 +837,7 @@ class HostFetcher:
         if doc.get('resource_of') is not None:
             self._read_resource(doc, resp, deadline)   # never a body, whatever the type
             return
-        html = mime is None or mime in HTML_TYPES
+        html = encoding.is_html(mime)
         if not html and mime not in self.keep_types:
             return      # other types: metadata only (the body is never read)
         body, truncated = self._read_body(resp, self.max_body, deadline)
