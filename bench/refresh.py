@@ -34,25 +34,6 @@ from server import Nginx  # noqa: E402
 PORT = run.PORT + 1
 
 
-def steps_by_kind(steps_dir, names=None):
-    """{kind: seconds} over steps/*.json (only *names* if given)."""
-    out = collections.defaultdict(float)
-    for fn in sorted(os.listdir(steps_dir)):
-        if names is not None and fn not in names:
-            continue
-        with open(os.path.join(steps_dir, fn)) as f:
-            step = json.load(f)
-        kind = fn[:-len('.json')].split('-')[0]
-        if kind in ('inject', 'index'):     # index: its rows job is counted apart
-            if kind == 'index':
-                out['index'] += step['seconds']
-            continue
-        out[kind] += step['seconds']
-    if 'index' in out and 'indexrows' in out:
-        out['index'] -= out['indexrows']
-    return {k: round(v, 3) for k, v in out.items()}
-
-
 def split(kinds):
     fetch = sum(v for k, v in kinds.items() if k in ('fetch', 'plan'))
     return round(fetch, 3), round(sum(kinds.values()) - fetch, 3)
@@ -108,9 +89,8 @@ def main(argv=None):
         if res.returncode:
             sys.exit('cycle %d failed:\n%s' % (n, res.stderr[-3000:]))
         steps_dir = os.path.join(out, 'steps')
-        if n == 1:
-            kinds = steps_by_kind(steps_dir)
-        else:
+        mine = None
+        if n == 2:
             # This cycle's steps: its layers' and every final step it rewrote.
             with open(os.path.join(out, 'cycles', '002.json')) as f:
                 first = json.load(f)['first_layer']
@@ -118,7 +98,7 @@ def main(argv=None):
                 fn.endswith('-%03d.json' % layer) for layer in range(first, first + 99))
                 or not fn[:-5].split('-')[-1].isdigit()}
             mine.discard('inject.json')
-            kinds = steps_by_kind(steps_dir, mine)
+        kinds = run.mrcrawl_steps(out, mine)['seconds_by_kind']
         fetch, rest = split(kinds)
         cycles.append({'cycle': n, 'wall_seconds': round(wall, 3),
                        'fetch_seconds': fetch, 'non_fetch_seconds': rest,

@@ -375,14 +375,17 @@ def yarn_floor(repeat=3):
             'median_seconds': round(walls[len(walls) // 2], 3)}
 
 
-def mrcrawl_steps(out):
-    """Seconds per step kind from mrcrawl's report (steps/*.json), the number of jobs,
-    the median job's seconds, and how many jobs ran on each runner."""
+def mrcrawl_steps(out, names=None):
+    """Seconds per step kind from mrcrawl's report (steps/*.json; only the files
+    *names* if given), the number of jobs, the median job's seconds, and how many jobs
+    ran on each runner."""
     steps_dir = os.path.join(out, 'steps')
     per_kind, n, each, runners, on_yarn = {}, {}, [], {}, []
     if not os.path.isdir(steps_dir):
         return None
     for fn in sorted(os.listdir(steps_dir)):
+        if names is not None and fn not in names:
+            continue
         with open(os.path.join(steps_dir, fn)) as f:
             s = json.load(f)
         kind = fn.split('-')[0].replace('.json', '')
