@@ -10,21 +10,12 @@ from lxml import etree
 from drivers.crawl import Crawl, CrawlError
 from drivers.fixture_site import ROBOTS, _links, _page
 from jobs.lib.sites import resolve as sites_resolve
-from tests.conftest import ROOT, at, read_records, read_xml, test_conf
+from tests.conftest import ROOT, at, crawl_site, read_records, read_xml, test_conf
 from tests.test_inverted_index import run_index
 
 
 def _quiet(_):
     pass
-
-
-def _crawl(site, tmp_path, conf, depth, when=None):
-    seeds = os.path.join(str(tmp_path), 'seeds.txt')
-    with open(seeds, 'w') as f:
-        f.write(site.url('/') + '\n')
-    out = os.path.join(str(tmp_path), 'crawl')
-    report = Crawl(out, conf, runner='inline', depth=depth, progress=_quiet).run(seeds, when)
-    return out, report
 
 
 def _body(title, words):
@@ -66,14 +57,14 @@ def _cycle2(site):
 def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
     site.overrides.update(CYCLE1)
     conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
-    out, first = _crawl(site, tmp_path, conf, depth=1)
+    out, first = crawl_site(site, tmp_path, conf, depth=1)
     base = site.url('')
     xml1 = read_xml(os.path.join(out, 'xml'))
     assert {base + p for p in CYCLE1} <= set(xml1)
 
     _cycle2(site)
     mark = len(site.requests)
-    _, second = _crawl(site, tmp_path, conf, depth=1)
+    _, second = crawl_site(site, tmp_path, conf, depth=1)
     asked = {r['path'] for r in site.requests[mark:]}
     # recrawl.interval = 0: every known page was due; the new link was fetched in the
     # same cycle, one layer later.
@@ -146,12 +137,12 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
 
 def test_a_deeper_rerun_fetches_only_the_new_layer_and_rebuilds_outputs(site, tmp_path):
     conf = test_conf('politeness.delay=0.02')
-    out, first = _crawl(site, tmp_path, conf, depth=1)
+    out, first = crawl_site(site, tmp_path, conf, depth=1)
     xml1 = read_xml(os.path.join(out, 'xml'))
     base = site.url('')
     assert base + '/a/1.html' not in xml1
     mark = len(site.requests)
-    _, second = _crawl(site, tmp_path, conf, depth=2)
+    _, second = crawl_site(site, tmp_path, conf, depth=2)
     # Nothing was due (7-day interval): only depth-2 URLs were fetched, once each.
     paths = [r['path'] for r in site.requests[mark:] if r['path'] != '/robots.txt']
     assert '/a/1.html' in paths and '/' not in paths and '/a.html' not in paths
@@ -178,7 +169,7 @@ def test_two_runs_never_share_a_folder(site, tmp_path):
             json.dump({'host': os.uname().nodename, 'pid': holder.pid,
                        'started': '2026-12-01T00:00:00Z'}, f)
         with pytest.raises(CrawlError, match='in use by another mrcrawl run'):
-            _crawl(site, tmp_path, conf, depth=0)
+            crawl_site(site, tmp_path, conf, depth=0)
     finally:
         holder.kill()
         holder.wait()
@@ -192,7 +183,7 @@ def test_two_runs_never_share_a_folder(site, tmp_path):
 
 def test_recrawl_is_the_next_cycle_without_seeds(site, tmp_path):
     conf = test_conf('politeness.delay=0.02')
-    out, _ = _crawl(site, tmp_path, conf, depth=1)
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
     site.overrides['/a.html'] = _page('Page A, new edition', '<p>changed</p>')
     report = Crawl(out, conf, runner='inline', depth=None, progress=_quiet).run(None, at(8))
     assert report['depth'] == 1
@@ -202,13 +193,13 @@ def test_recrawl_is_the_next_cycle_without_seeds(site, tmp_path):
 
 def test_a_page_the_changed_filters_exclude_is_deleted_without_a_request(site, tmp_path):
     site.overrides.update(CYCLE1)
-    out, _ = _crawl(site, tmp_path, test_conf('politeness.delay=0.02'), depth=1)
+    out, _ = crawl_site(site, tmp_path, test_conf('politeness.delay=0.02'), depth=1)
     base = site.url('')
     assert base + '/t/same.html' in read_xml(os.path.join(out, 'xml'))
     conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0',
                      'filter.exclude=["/t/same"]')
     mark = len(site.requests)
-    _crawl(site, tmp_path, conf, depth=1)
+    crawl_site(site, tmp_path, conf, depth=1)
     asked = {r['path'] for r in site.requests[mark:]}
     assert '/t/same.html' not in asked and '/t/edit.html' in asked
     assert base + '/t/same.html' not in read_xml(os.path.join(out, 'xml'))
@@ -233,7 +224,7 @@ def test_reparse_extracts_new_fields_from_the_stored_pages_without_a_request(sit
     (before / 'fixture.toml').write_text(SITE % '')
     (after / 'fixture.toml').write_text(SITE % '[fields.HEADING]\ncss = "h1"\n')
     conf = sites_resolve(test_conf('politeness.delay=0.02', 'parse.sites=["%s"]' % before))
-    out, first = _crawl(site, tmp_path, conf, depth=1)
+    out, first = crawl_site(site, tmp_path, conf, depth=1)
     base = site.url('')
     merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
     assert not merged[base + '/a.html']['fields']     # a site without field rules
