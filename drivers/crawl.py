@@ -76,6 +76,12 @@ def _preload_report_libraries():
         pass
 
 
+def _merge_step(group, join):
+    """The report's merge: MRMerge's and MRMergeJoin's counters and seconds."""
+    return {'counters': dict(group['counters'], **join['counters']),
+            'seconds': round(group['seconds'] + join['seconds'], 3)}
+
+
 class CrawlError(Exception):
     """A failure the user can act on: printed as one line, exit status 2."""
 
@@ -536,9 +542,7 @@ class Crawl:
         xml = self.fs.join(self.path('delta', '%03d' % n), 'xml')
         self.fs.mkdirs(xml)
         self.fs.write_text(self.path('outputs.json'), json.dumps({'build': '%03d' % n}))
-        group, join = self.report.load_step('merge'), self.report.load_step('mergejoin')
-        merge = {'counters': dict(group['counters'], **join['counters']),
-                 'seconds': round(group['seconds'] + join['seconds'], 3)}
+        merge = _merge_step(self.report.load_step('merge'), self.report.load_step('mergejoin'))
         return {'merge': merge, 'xml': self.report.load_step('xml'),
                 'index': self.report.load_step('index')}
 
@@ -622,9 +626,7 @@ class Crawl:
         from jobs.merge_join import MRMergeJoin
         join = self.run_step('mergejoin', MRMergeJoin, [self.path('merge_map')] + outs,
                              self.path('merged'), ['--build', build])
-        counters = dict(group['counters'])
-        counters.update(join['counters'])
-        return {'counters': counters, 'seconds': round(group['seconds'] + join['seconds'], 3)}
+        return _merge_step(group, join)
 
     # -- WARC -----------------------------------------------------------------------
 
