@@ -215,8 +215,9 @@ class MRGenerate(CrawlJob):
                 interval = rc['max_interval']
             else:
                 interval = db.get('fetch_interval') or rc['interval']
-            age = (_parse_time(self.options.recrawl_at)
-                   - _parse_time(db['last_fetch'])).total_seconds()
+            if not hasattr(self, '_due_at'):      # parsed once per task, not per URL
+                self._due_at = _parse_time(self.options.recrawl_at)
+            age = (self._due_at - _parse_time(db['last_fetch'])).total_seconds()
             if age < interval:
                 self.count(C.RECRAWL_NOT_DUE)
                 return
