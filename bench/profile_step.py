@@ -26,10 +26,8 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 PYSPY = os.path.join(BENCH, '.venv-scrapy', 'bin', 'py-spy')
 CLASSES = {'fetch': 'MRFetch', 'parse': 'MRParse', 'optimize': 'MROptimize',
            'generate': 'MRGenerate', 'merge': 'MRMerge', 'xml': 'MRHtmlToXml',
-           'plan': 'MRPlanFetch', 'invertlinks': 'MRInvertLinks',
-           'mergejoin': 'MRMergeJoin'}
-MODULES = {'xml': 'html_to_xml', 'plan': 'plan_fetch', 'invertlinks': 'invert_links',
-           'mergejoin': 'merge_join'}
+           'plan': 'MRPlanFetch', 'mergejoin': 'MRMergeJoin'}
+MODULES = {'xml': 'html_to_xml', 'plan': 'plan_fetch', 'mergejoin': 'merge_join'}
 
 
 def role(proc_frame):

@@ -16,8 +16,8 @@
                                                                       every K layers)
         generate  crawldb/L (+ pagerank)    -> in/L+1      (MRGenerate, OptimizerDriver)
         stop when L = depth, when in/L+1 is empty, or when OUT/STOP exists
-    invertlinks out/* -> anchors/  (MRInvertLinks: anchor texts per link target)
-    merge   out/* + anchors/ -> merge_map/  (MRMerge: who folds into whom, on summaries)
+    merge   out/* -> merge_map/  (MRMerge: who folds into whom, on summaries; the anchor
+            texts of the links to each page, Nutch's invertlinks, in its first shuffle)
     index   out/* + merge_map/ -> index/, hosts/  (MRIndexRows, then Parquet: drivers/index.py;
             here, while out/ is still in the page cache from MRMerge)
     mergejoin merge_map/ + out/* -> merged/  (MRMergeJoin: the page text joined once)
@@ -548,7 +548,7 @@ class Crawl:
 
     #: Final outputs, rebuilt for the whole crawl after each cycle or reparse
     #: (OUT/outputs.json names the build they describe).
-    FINAL_OUTPUTS = ('current', 'anchors', 'merge_map', 'merged', 'xml', 'index', 'hosts')
+    FINAL_OUTPUTS = ('current', 'merge_map', 'merged', 'xml', 'index', 'hosts')
 
     def built(self):
         """The build the final outputs describe: '001' (cycle 1, or a folder from before
@@ -566,7 +566,6 @@ class Crawl:
         behind: merged/ is kept as prev_merged/ for the delta, the rest rebuilt."""
         from jobs.current import MRCurrent
         from jobs.html_to_xml import MRHtmlToXml
-        from jobs.invert_links import MRInvertLinks
         n = cycle['cycle']
         build = build or '%03d' % n
         outs = [self.path('out', name) for name in self.fs.listdir(self.path('out'))
@@ -586,7 +585,6 @@ class Crawl:
         if n > 1:
             self.run_step('current', MRCurrent, outs, self.path('current'))
             sources = [self.path('current')]
-        self.run_step('invertlinks', MRInvertLinks, sources, self.path('anchors'))
         group = self.merge_group(sources)
         # Columnar index (Parquet): pages + merge_map/ -> index/, hosts/ (drivers/index.py),
         # here because it reads every page as MRMerge just did: on a crawl larger than
@@ -611,14 +609,13 @@ class Crawl:
         return {'merge': merge, 'xml': xml, 'index': index}
 
     def merge_group(self, outs):
-        """MRMerge: out/* + anchors/ -> merge_map/ (its step dict). The merge is two jobs,
+        """MRMerge: out/* -> merge_map/ (its step dict). The merge is two jobs,
         so that mrjob drops this one's intermediate files before MRMergeJoin shuffles
         whole pages."""
         from jobs.merge import MRMerge
         if self.fs.exists(self.path('merged')) and not self.fs.exists(self.path('merge_map')):
             return self.report.load_step('merge')   # merged/ by a one-job merge
-        return self.run_step('merge', MRMerge, outs + [self.path('anchors')],
-                             self.path('merge_map'))
+        return self.run_step('merge', MRMerge, outs, self.path('merge_map'))
 
     def merge_join(self, outs, group, build):
         """MRMergeJoin: merge_map/ + out/* -> merged/; one step dict for the report's

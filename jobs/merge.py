@@ -1,11 +1,17 @@
 """MRMerge (MergeDriver), step 1 of 2: which pages fold into which, on slim summaries.
 
 Reads ``page`` records of every layer (out/*; they carry doc/'s fetch metadata and the
-parse results, without the raw body) and, optionally, ``anchors`` records (anchors/,
-MRInvertLinks: the anchor texts of links to a URL). Writes ``merge_map`` records
-(merge_map/): one per distinct HTML page (a *leader*), naming the URLs folded into it,
-with its SimHash, in-link anchors and secondary resources. MRMergeJoin
-(jobs/merge_join.py) then joins them with out/* into ``merged`` records (merged/).
+parse results, without the raw body). Writes ``merge_map`` records (merge_map/): one per
+distinct HTML page (a *leader*), naming the URLs folded into it, with its SimHash,
+in-link anchors and secondary resources. MRMergeJoin (jobs/merge_join.py) then joins
+them with out/* into ``merged`` records (merged/).
+
+**In-link anchors** (Nutch's invertlinks and LinkDb, in this job's first shuffle rather
+than a job of its own that reads every page once more): the first mapper also emits
+each link's anchor text under the link's target, and the first reducer gathers a URL's
+anchors and moves them to the URL it redirected to (jobs.lib.merging.inlinks and
+gather_anchors), so anchors to /old reach the page served at /new. Links without
+anchor text are skipped, and links within a host when ``merge.internal_anchors`` is off.
 
 **Why two jobs.** A page record is tens of KB (text, main text, links); the decisions
 below need a few hundred bytes of it. This job's mapper reads each page once and emits
@@ -59,7 +65,7 @@ of the band keys and of small notices), never of a set held in memory.
 Run alone::
 
     python -m jobs.merge --crawl-conf crawl/conf.json crawl/out/000 crawl/out/001 \\
-        crawl/anchors -o /tmp/merge_map
+        -o /tmp/merge_map
 """
 from mrjob.step import MRStep
 
@@ -82,7 +88,8 @@ class MRMerge(CrawlJob):
     COUNTER_GROUP = C.MERGE
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources),
+        return [MRStep(mapper_init=self.mapper_init_by_final_url,
+                       mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources),
                 MRStep(reducer=self.reducer_latest),
                 MRStep(reducer=self.reducer_fold_exact),
                 MRStep(mapper=self.mapper_bands, reducer=self.reducer_candidates),
@@ -98,13 +105,15 @@ class MRMerge(CrawlJob):
 
     # -- step 1: one summary per final URL ----------------------------------------------
 
+    def mapper_init_by_final_url(self):
+        self.internal_anchors = self.settings['internal_anchors']
+
     def mapper_by_final_url(self, _, line):
-        """page line -> (final url, summary) and (its rel=canonical, claim); resource
-        line -> (parent url, outcome); anchors line -> (url, anchors)."""
-        for rec in self.records(line, 'page', 'anchors'):
-            if rec['kind'] == 'anchors':
-                yield rec['url'], {'anchors': rec.get('anchors') or []}
-                continue
+        """page line -> (final url, summary), (its rel=canonical, claim) and (link
+        target, inlink) per anchor (jobs.lib.merging.inlinks); resource line -> (parent
+        url, outcome)."""
+        for rec in self.records(line, 'page'):
+            yield from M.inlinks(rec, self.internal_anchors, self.count)
             what = M.classify(rec)
             if what == M.RESOURCE:
                 yield rec['url'], {'fetched_resource': M.resource_entry(rec),
@@ -129,17 +138,23 @@ class MRMerge(CrawlJob):
                 yield canonical, {'claim': final}
 
     def reducer_route_resources(self, url, values):
-        """A resource's URL: its latest fetch goes to every page that names it (a file
-        two pages name is fetched once, under one parent: resource_of) and to its
-        resource_of parent; every other value passes on unchanged."""
-        fetches, named_by = [], {}
+        """A URL's inlinks -> (the URL after its redirect, its anchors). A resource's URL:
+        its latest fetch goes to every page that names it (a file two pages name is
+        fetched once, under one parent: resource_of) and to its resource_of parent;
+        every other value passes on unchanged."""
+        fetches, named_by, links = [], {}, []
         for v in values:
             if 'fetched_resource' in v:
                 fetches.append(v)
             elif 'named_by' in v:
                 named_by.setdefault(v['named_by'], v.get('name'))
+            elif 'inlink' in v or 'redirect' in v:
+                links.append(v)
             else:
                 yield url, v
+        anchors = M.gather_anchors(url, links, self.count) if links else None
+        if anchors:
+            yield anchors[0], {'anchors': anchors[1]}
         if not fetches:
             return     # named, never fetched: the join lists it as not_fetched
         latest = max(fetches, key=lambda f: f['fetched_resource'].get('fetch_time') or '')

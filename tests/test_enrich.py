@@ -1,10 +1,10 @@
-"""XML enrichment: main text and language without the network, invertlinks, schema v2."""
+"""XML enrichment: main text and language without the network, in-link anchors, schema v2."""
 import socket
 
 import pytest
 from lxml import etree
 
-from jobs.invert_links import MRInvertLinks
+from jobs.merge import MRMerge
 from jobs.lib import html, maintext, xmlpage
 from drivers.fixture_site import PAGES
 from tests.conftest import ROOT
@@ -75,24 +75,30 @@ def test_description_and_headings():
                                   {'level': 1, 'text': 'Main'}]
 
 
+def anchors_by_url(maps):
+    return {m['url']: m['anchors'] for m in maps if m['anchors']}
+
+
 def test_invertlinks_gathers_anchors_per_target_and_follows_redirects(conf_file):
+    """MRMerge's first step inverts the links (Nutch's invertlinks): anchors per target,
+    a redirect's source moved to its final URL, links without text skipped."""
     pages = [page('http://h/a', links=['http://h/t', 'http://h/old', 'http://other/x']),
              page('http://h/b', links=['http://h/t']),
-             page('http://h/old', status='redirected', final_url='http://h/new')]
+             page('http://h/t'), page('http://other/x'),
+             page('http://h/old', final_url='http://h/new')]
     for p in pages[:2]:
         for link in p['links']:
             link['text'] = 'to ' + link['url'].rsplit('/', 1)[1]
     pages[1]['links'].append({'url': 'http://h/empty', 'text': '  ', 'rel': ''})
-    out, counters = run_job(MRInvertLinks, conf_file, pages)
-    by_url = {r['url']: r['anchors'] for r in out}
-    assert by_url == {
+    out, counters = run_job(MRMerge, conf_file, pages)
+    assert anchors_by_url(out) == {
         'http://h/t': [{'from': 'http://h/a', 'text': 'to t'},
                        {'from': 'http://h/b', 'text': 'to t'}],
         'http://h/new': [{'from': 'http://h/a', 'text': 'to old'}],
         'http://other/x': [{'from': 'http://h/a', 'text': 'to x'}]}
-    c = counters['invertlinks']
+    c = counters['merge']
     assert c['inlinks_total'] == 4 and c['inlinks_empty_text_skipped_total'] == 1
-    assert c['inlinks_redirected_total'] == 1
+    assert c['inlinks_redirected_total'] == 1 and c['anchor_targets_total'] == 3
 
 
 def test_invertlinks_can_drop_internal_anchors(conf_file, tmp_path):
@@ -104,9 +110,9 @@ def test_invertlinks_can_drop_internal_anchors(conf_file, tmp_path):
     p = page('http://h/a', links=['http://h/t', 'http://other/x'])
     for link in p['links']:
         link['text'] = 'x'
-    out, counters = run_job(MRInvertLinks, str(path), [p])
-    assert [r['url'] for r in out] == ['http://other/x']
-    assert counters['invertlinks']['inlinks_internal_skipped_total'] == 1
+    out, counters = run_job(MRMerge, str(path), [p, page('http://h/t'), page('http://other/x')])
+    assert anchors_by_url(out) == {'http://other/x': [{'from': 'http://h/a', 'text': 'x'}]}
+    assert counters['merge']['inlinks_internal_skipped_total'] == 1
 
 
 def test_schema_v2_document_validates():

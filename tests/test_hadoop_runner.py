@@ -143,14 +143,13 @@ def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
     from jobs.merge import MRMerge
     from tests.conftest import crawl_site, read_records, test_conf
     local_out, _ = crawl_site(site, tmp_path, test_conf(), depth=1)
-    names = sorted(os.listdir(os.path.join(local_out, 'out'))) + ['anchors']
+    names = sorted(os.listdir(os.path.join(local_out, 'out')))
     sizes = 0
     base = 'hdfs:///mrcrawl-it/cut-%s' % uuid.uuid4().hex[:8]
     fs = WebHDFS.from_uri(base)
     try:
         for n in names:
-            folder = os.path.join(local_out, 'out', n) if n != 'anchors' else \
-                os.path.join(local_out, 'anchors')
+            folder = os.path.join(local_out, 'out', n)
             for part in os.listdir(folder):
                 if not part.startswith(('_', '.')):
                     fs.client.upload(fs._p('%s/in/%s/%s' % (base, n, part)),

@@ -31,7 +31,7 @@ def run_job(job_cls, conf_file, records, *args, raw_lines=()):
 
 
 def run_merge(conf_file, records, *args):
-    """The merge as the driver runs it: MRMerge over *records* (pages and anchors) into
+    """The merge as the driver runs it: MRMerge over *records* (page records) into
     merge_map records, then MRMergeJoin over those and the pages again. Returns the
     merged records and both jobs' counters (groups merge and merge_join)."""
     maps, counters = run_job(MRMerge, conf_file, records, *args)
@@ -159,7 +159,7 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
     (split by mrjob as before) included, and the inputs untouched."""
     import gzip
     import os
-    from jobs.invert_links import MRInvertLinks
+    from jobs.index_rows import MRIndexRows
     from tests.conftest import read_records
     pages = [page('http://h%d/p%d' % (i % 3, i), links=['http://h%d/p%d' % (i % 2, i + 1)])
              for i in range(40)]
@@ -179,8 +179,8 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
         results = {}
         for runner in ('inline', 'local'):
             out = tmp_path / (folder.name + runner)
-            job = MRInvertLinks(['-r', runner, '--crawl-conf', conf_file, '--output-dir',
-                                 str(out), str(folder)])
+            job = MRIndexRows(['-r', runner, '--crawl-conf', conf_file, '--output-dir',
+                               str(out), str(folder)])
             with job.make_runner() as r:
                 r.run()
             results[runner] = sorted(json.dumps(x, sort_keys=True)
@@ -242,7 +242,7 @@ def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
     local runner give the same records and counters, on one big file and on several
     files, with more cores than files (so files are cut and reducer input is split)."""
     from mrjob.local import LocalMRJobRunner
-    from jobs.invert_links import MRInvertLinks
+    from jobs.index_rows import MRIndexRows
     from jobs.runners import LocalRunner
     from tests.conftest import read_records
 
@@ -263,8 +263,8 @@ def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
         results = {}
         for stock in (False, True):
             out = tmp_path / (folder.name + str(stock))
-            job = MRInvertLinks(['-r', 'local', '--num-cores', '3', '--crawl-conf', conf_file,
-                                 '--output-dir', str(out), str(folder)])
+            job = MRIndexRows(['-r', 'local', '--num-cores', '3', '--crawl-conf', conf_file,
+                               '--output-dir', str(out), str(folder)])
             runner = LocalMRJobRunner(**job._runner_kwargs()) if stock else job.make_runner()
             with runner as r:
                 assert isinstance(r, LocalRunner) != stock
@@ -280,7 +280,7 @@ def test_counters_are_summed_in_the_task_and_reported_at_its_end(conf_file, monk
     """CrawlJob.count sums in memory: a mapper that counts per record writes one counter
     line per counter name when the task ends (not one per increment), with the right
     totals; with a zero report interval every increment is reported at once."""
-    from jobs.invert_links import MRInvertLinks
+    # MRMerge (imported above): its first mapper counts per link
     pages = [page('http://h/p%d' % i, links=['http://h/p%d' % (i + 1), 'http://h/x'])
              for i in range(30)]
     for p in pages:
@@ -289,8 +289,8 @@ def test_counters_are_summed_in_the_task_and_reported_at_its_end(conf_file, monk
     data = ''.join(json.dumps(p) + '\n' for p in pages).encode()
 
     def run_mapper(interval):
-        monkeypatch.setattr(MRInvertLinks, 'COUNTER_REPORT_SECONDS', interval)
-        job = MRInvertLinks(['--mapper', '--crawl-conf', conf_file])
+        monkeypatch.setattr(MRMerge, 'COUNTER_REPORT_SECONDS', interval)
+        job = MRMerge(['--mapper', '--crawl-conf', conf_file])
         stdout, stderr = io.BytesIO(), io.BytesIO()
         job.sandbox(stdin=io.BytesIO(data), stdout=stdout, stderr=stderr)
         job.execute()

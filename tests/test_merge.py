@@ -236,20 +236,24 @@ def test_rel_canonical_folds_into_the_named_fetched_page(conf_file):
 
 
 def test_anchors_join_the_page_and_its_duplicates(conf_file):
-    anchors = [{'kind': 'anchors', 'url': 'http://h/t', 'anchors': [
-                   {'from': 'http://h/x', 'text': 'the target'},
-                   {'from': 'http://h/x', 'text': 'the target'}]},
-               {'kind': 'anchors', 'url': 'http://h/copy', 'anchors': [
-                   {'from': 'http://h/y', 'text': 'a copy'}]},
-               {'kind': 'anchors', 'url': 'http://h/nowhere', 'anchors': [
-                   {'from': 'http://h/y', 'text': 'gone'}]}]
-    pages = [page('http://h/t', digest='D'), page('http://h/copy', digest='D')]
-    out, counters = run_merge(conf_file, pages + anchors)
-    assert len(out) == 1
-    assert out[0]['anchors'] == [{'from': 'http://h/x', 'text': 'the target'},
-                                 {'from': 'http://h/y', 'text': 'a copy'}]
+    """The merge inverts the links of out/* (Nutch's invertlinks): a page's anchors are
+    those of links to it and to every URL folded into it, de-duplicated; anchors to a
+    URL that is no page are counted."""
+    def linking(url, *targets):
+        rec = page(url)
+        rec['links'] = [{'url': t, 'text': text, 'rel': ''} for t, text in targets]
+        return rec
+    pages = [page('http://h/t', digest='D'), page('http://h/copy', digest='D'),
+             linking('http://h/x', ('http://h/t', 'the target'), ('http://h/t', 'the target')),
+             linking('http://h/y', ('http://h/copy', 'a copy'), ('http://h/nowhere', 'gone'))]
+    out, counters = run_merge(conf_file, pages)
+    by_url = {r['url']: r for r in out}
+    assert set(by_url) == {'http://h/t', 'http://h/x', 'http://h/y'}
+    assert by_url['http://h/t']['anchors'] == [{'from': 'http://h/x', 'text': 'the target'},
+                                               {'from': 'http://h/y', 'text': 'a copy'}]
     assert counters['merge']['anchors_joined_total'] == 2
     assert counters['merge']['anchor_targets_not_pages_total'] == 1
+    assert counters['merge']['inlinks_total'] == 4
 
 
 def resource(url, parent, name, status='fetched', **kw):

@@ -112,7 +112,7 @@ def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path
     import pytest
 
     from drivers.crawl import local_runner_args
-    from jobs.invert_links import MRInvertLinks
+    from jobs.current import MRCurrent
     from jobs.runners import LocalRunner, SortFailed
 
     src = tmp_path / 'out'
@@ -124,7 +124,7 @@ def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path
     def run(sort_bin, out):
         args = ['-r', 'local'] + local_runner_args() + ['--sort-bin', sort_bin, str(src),
                                                         '--output-dir', str(out)]
-        job = MRInvertLinks(args=args)
+        job = MRCurrent(args=args)
         with job.make_runner() as runner:
             assert isinstance(runner, LocalRunner)
             runner.run()
@@ -134,7 +134,6 @@ def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path
     with pytest.raises(SortFailed, match='exit 2'):
         run("sh -c 'echo sort: write failed: No space left on device >&2; exit 2' --",
             tmp_path / 'bad')
-    # The same job with a working sort: the anchor lands on the target.
+    # The same job with a working sort: the URL's current fetch, the page itself.
     recs = run("sort -t '\t' -k 1,1 -s -S 16M", tmp_path / 'good')
-    assert [(r['url'], [a['text'] for a in r['anchors']]) for r in recs] == \
-        [('http://b.test/', ['b'])]
+    assert recs == [page]

@@ -137,8 +137,7 @@ JOIN_MAP_WITHOUT_PAGE = 'map_without_page_total'  #: a merge_map record with no 
 RESOURCES_NOT_FETCHED = 'resources_not_fetched_total'  #: resources a leader's page names with
 #: no fetched record (listed with status null, reason not_fetched)
 
-# invertlinks (MRInvertLinks)
-INVERTLINKS = 'invertlinks'
+# in-link anchors (MRMerge's first step, Nutch's invertlinks: jobs.lib.merging.inlinks)
 INLINKS = 'inlinks_total'                         #: links with anchor text inverted
 INLINKS_INTERNAL_SKIPPED = 'inlinks_internal_skipped_total'  #: same host, merge.internal_anchors off
 INLINKS_EMPTY_SKIPPED = 'inlinks_empty_text_skipped_total'   #: links without anchor text

@@ -3,7 +3,7 @@
 Both jobs read out/*; each must see the same pages and pick the same fetch of a URL, or
 the join would attach a group's duplicates to another fetch than the one ranked.
 """
-from jobs.lib import records as R
+from jobs.lib import counters as C, records as R, urls
 
 #: [merge] settings a resolved configuration written before they existed falls back to.
 MERGE_DEFAULTS = {'near_duplicates': True, 'max_hamming_distance': 3, 'shingle_words': 3,
@@ -90,3 +90,52 @@ def keep_resources(resources):
             latest[key] = r
     return [{k: v for k, v in latest[key].items() if k != 'fetch_time'}
             for key in sorted(latest)]
+
+
+#: Anchors kept per link target before the merge's own cap (merge.max_anchors): a bound
+#: on the memory of the reduce group of a URL that every page links to.
+MAX_ANCHORS_PER_TARGET = 1000
+
+
+def inlinks(page, internal, count):
+    """Nutch's invertlinks for one page record: (link target, {from, text}) per link with
+    anchor text, and (url, {redirect: final url}) for a URL that redirected, so that
+    anchors to /old reach the page served at /new. Links without anchor text are
+    skipped, and links to the same host when *internal* (merge.internal_anchors) is off
+    (Nutch's linkdb.ignore.internal.host); a sitemap's or robots.txt's list of URLs has
+    no anchors. *count* (name, n) counts what is skipped and kept."""
+    source = page.get('final_url') or page['url']
+    if page['url'] != source:
+        yield page['url'], {'redirect': source}
+    if page.get('noindex') and page.get('sitemap'):
+        return
+    host = urls.host(source) if not internal else None
+    for link in page.get('links') or ():
+        text = ' '.join((link.get('text') or '').split())
+        if not text:
+            count(C.INLINKS_EMPTY_SKIPPED, 1)
+            continue
+        if host is not None and urls.host(link['url']) == host:
+            count(C.INLINKS_INTERNAL_SKIPPED, 1)
+            continue
+        count(C.INLINKS, 1)
+        yield link['url'], {'inlink': {'from': source, 'text': text}}
+
+
+def gather_anchors(target, values, count):
+    """The reduce side of :func:`inlinks` for one URL: (the URL they belong to, after
+    its redirect, [{from, text}, ...] sorted) or None without anchors. *values* holds
+    the inlinks and redirect notices of *target*; other values are not looked at."""
+    anchors, final = set(), None
+    for v in values:
+        if 'redirect' in v:
+            final = v['redirect']
+        elif len(anchors) < MAX_ANCHORS_PER_TARGET:
+            anchors.add((v['inlink']['from'], v['inlink']['text']))
+    if not anchors:
+        return None
+    if final is not None and final != target:
+        count(C.INLINKS_REDIRECTED, len(anchors))
+        target = final
+    count(C.ANCHOR_TARGETS, 1)
+    return target, [{'from': f, 'text': t} for f, t in sorted(anchors)]

@@ -70,10 +70,6 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     shingle hash's version; absent when merge.near_duplicates is off); optional
     main_text_error (str).
 
-``anchors`` (anchors/, MRInvertLinks): one per URL that links point to
-    url (the link target, a redirect's source replaced by its final URL), anchors (list
-    of {from: linking page URL, text: anchor text}, de-duplicated, sorted, capped).
-
 ``db`` (crawldb/NNN, MROptimize): one per known URL
     url, status (DB_* below), depth, first_seen, last_fetch (str|null), http_status,
     digest, reason, inlinks (int: links seen to it), layer (int|null: the layer that
@@ -104,8 +100,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     near_duplicates and canonical_duplicates (list of str: the subsets of duplicates
     folded by SimHash and by rel=canonical, URLs folded with them included), simhash
     (str|null: 16 hex digits, the 64-bit SimHash of main_text or text; null for pages
-    under merge.min_words words), anchors (list of {from, text}: in-link anchor text
-    from anchors/ for any of its URLs, at most merge.max_anchors), resources (list of
+    under merge.min_words words), anchors (list of {from: linking page URL, text: anchor
+    text}: in-link anchor text of links to any of its URLs, a redirect's source counted
+    as its final URL, de-duplicated, at most merge.max_anchors), resources (list of
     {name, url, status, content_type, length, digest, http_status, reason}, sorted by
     name then url: the fetched secondary resources this page or a page folded into it
     names (or is the resource_of of; a file several pages name is fetched once and
