@@ -41,6 +41,7 @@ from mrjob.fs.hadoop import HadoopFilesystem
 from mrjob.fs.local import LocalFilesystem
 from mrjob.hadoop import HadoopJobRunner
 
+from jobs.base import SPLIT_MAX_BYTES
 from jobs.runners import InlineRunner
 
 #: Distributions the tasks import (their own dependencies come along through pip).
@@ -81,9 +82,12 @@ class HadoopRunner(HadoopJobRunner):
             _VERSIONS[key] = super().get_hadoop_version()
         return _VERSIONS[key]
 
-    #: Input format of a small job's first step: all its input files in one split (one
-    #: map task) instead of at least one map per file; the key (a byte offset) is dropped
-    #: as TextInputFormat's is, so the mapper sees the same lines.
+    #: Input format of every step: the input files combined into splits of at most
+    #: hadoop.split_max_bytes (jobs/base.py CrawlJob.jobconf), and a small job's into one
+    #: split (one map task), instead of at least one map per file and per block; the key
+    #: (a byte offset) is dropped as TextInputFormat's is, so the mapper sees the same
+    #: lines. A job that names its own input format (MRWarc: it names its files after
+    #: the input file of its split) keeps it.
     COMBINE_FORMAT = 'org.apache.hadoop.mapred.lib.CombineTextInputFormat'
 
     def _small_job(self):
@@ -91,8 +95,7 @@ class HadoopRunner(HadoopJobRunner):
         it, and its input is within the limit)? Then one map task is enough: in uber
         mode the maps run one after another, each a Python process started again."""
         if not hasattr(self, '_small'):
-            self._small = not self._hadoop_input_format and \
-                self._within_uber_limit(self._opts['jobconf'], self._input_paths)
+            self._small = self._within_uber_limit(self._opts['jobconf'], self._input_paths)
         return self._small
 
     def _within_uber_limit(self, jobconf, paths):
@@ -103,15 +106,24 @@ class HadoopRunner(HadoopJobRunner):
         limit = int(jobconf.get('mapreduce.job.ubertask.maxbytes', 0))
         return sum(self.fs.du(p) for p in paths) <= limit
 
+    def _combined(self, step_num):
+        """Does this step read its input through COMBINE_FORMAT?"""
+        if self._hadoop_input_format:
+            return False
+        return int(self._opts['jobconf'].get(SPLIT_MAX_BYTES) or 0) > 0 or \
+            (step_num == 0 and self._small_job())
+
     def _jobconf_for_step(self, step_num):
         jobconf = super()._jobconf_for_step(step_num)
-        if step_num == 0 and self._small_job():
+        if self._combined(step_num):
             jobconf.setdefault('stream.map.input.ignoreKey', 'true')
+            if step_num == 0 and self._small_job():
+                jobconf.pop(SPLIT_MAX_BYTES, None)    # all of it in one split
         return jobconf
 
     def _hadoop_args_for_step(self, step_num):
         args = super()._hadoop_args_for_step(step_num)
-        if step_num == 0 and self._small_job():
+        if self._combined(step_num):
             args += ['-inputformat', self.COMBINE_FORMAT]
         return args
 

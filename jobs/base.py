@@ -12,6 +12,9 @@ from mrjob.job import MRJob
 
 from jobs.lib import config, counters as C
 
+#: The largest map split on Hadoop, which drivers/hadoop.py's input format reads.
+SPLIT_MAX_BYTES = 'mapreduce.input.fileinputformat.split.maxsize'
+
 
 class JSONLinesValueProtocol:
     """Value-only JSON lines (key ignored): the format of every record folder."""
@@ -154,7 +157,9 @@ class CrawlJob(MRJob):
           attempt only takes a container another job could use;
         - uber mode for jobs whose input is at most hadoop.uber_max_bytes: Hadoop then
           runs them inside the ApplicationMaster when they also have at most one
-          reducer, saving a container start per task.
+          reducer, saving a container start per task;
+        - map splits of at most hadoop.split_max_bytes (drivers/hadoop.py combines the
+          input files into them).
         """
         mine = {'mapreduce.map.speculative': 'false',
                 'mapreduce.reduce.speculative': 'false',
@@ -166,6 +171,9 @@ class CrawlJob(MRJob):
             mine['mapreduce.job.ubertask.enable'] = 'true' if limit > 0 else 'false'
             if limit > 0:
                 mine['mapreduce.job.ubertask.maxbytes'] = str(limit)
+            split = self.conf['hadoop']['split_max_bytes']
+            if split > 0:
+                mine[SPLIT_MAX_BYTES] = str(split)
         mine.update(super().jobconf())
         return mine
 

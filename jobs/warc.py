@@ -47,6 +47,9 @@ class MRWarc(CrawlJob):
     COUNTER_GROUP = C.WARC
     # Two attempts of one split at once would race on the same file name.
     JOBCONF = {'mapreduce.map.speculative': 'false'}
+    # One split per file and block, so that each is named after its input file (not
+    # the CombineTextInputFormat drivers/hadoop.py gives the other jobs).
+    HADOOP_INPUT_FORMAT = 'org.apache.hadoop.mapred.TextInputFormat'
 
     def configure_args(self):
         super().configure_args()

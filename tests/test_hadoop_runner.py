@@ -3,6 +3,7 @@ per-job Hadoop settings). The tests marked ``hadoop`` use the real test cluster
 (``make test`` starts it); the others need none."""
 import json
 import os
+import time
 import uuid
 import zipfile
 
@@ -11,6 +12,7 @@ import pytest
 from drivers import hadoop
 from jobs.lib import config
 from tests.conftest import TEST_SETTINGS
+from tests.test_hadoop import history_jobs
 
 
 def conf_file(tmp_path, *extra):
@@ -54,9 +56,12 @@ def test_jobs_set_their_hadoop_settings(tmp_path):
     assert jc['mapreduce.map.speculative'] == jc['mapreduce.reduce.speculative'] == 'false'
     assert jc['mapreduce.job.ubertask.enable'] == 'true'
     assert jc['mapreduce.job.ubertask.maxbytes'] == str(config.load()['hadoop']['uber_max_bytes'])
+    assert jc['mapreduce.input.fileinputformat.split.maxsize'] == \
+        str(config.load()['hadoop']['split_max_bytes'])
     off = MROptimize(['-r', 'hadoop', '--crawl-conf', conf_file(
-        tmp_path, 'hadoop.uber_max_bytes=0')]).jobconf()
+        tmp_path, 'hadoop.uber_max_bytes=0', 'hadoop.split_max_bytes=0')]).jobconf()
     assert off['mapreduce.job.ubertask.enable'] == 'false'
+    assert 'mapreduce.input.fileinputformat.split.maxsize' not in off
     # The command line's --jobconf still wins.
     mine = MROptimize(['-r', 'hadoop', '--crawl-conf', path, '--jobconf',
                        'mapreduce.reduce.speculative=true'])._runner_kwargs()['jobconf']
@@ -137,7 +142,9 @@ def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
     """drivers/hadoop.py run_cut: the merge of a Hadoop crawl whose pages are over
     hadoop.local_max_bytes runs its first step on YARN and, that step having handed on
     less than the limit, its six others in the driver: the same merge_map records as
-    the local runner's merge of the same pages."""
+    the local runner's merge of the same pages. Its input files are combined into
+    splits of hadoop.split_max_bytes (HadoopRunner.COMBINE_FORMAT): with uber mode off
+    and a split as large as all of them, one map task reads every file."""
     from drivers.crawl import Crawl
     from drivers.hdfs import WebHDFS
     from jobs.merge import MRMerge
@@ -155,12 +162,18 @@ def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
                     fs.client.upload(fs._p('%s/in/%s/%s' % (base, n, part)),
                                      os.path.join(folder, part))
                     sizes += os.path.getsize(os.path.join(folder, part))
-        conf = test_conf('hadoop.local_max_bytes=%d' % (sizes - 1))
+        conf = test_conf('hadoop.local_max_bytes=%d' % (sizes - 1), 'hadoop.uber_max_bytes=0',
+                         'hadoop.split_max_bytes=%d' % sizes)
+        started = int(time.time() * 1000)
         crawl = Crawl(base + '/crawl', conf, runner='hadoop', progress=lambda m: None)
         crawl.prepare()
         step = crawl.run_step('merge', MRMerge, ['%s/in/%s' % (base, n) for n in names],
                               crawl.path('merge_map'))
         assert step['runner'] == 'hadoop+inline'
+        files = sum(1 for n in names for p in os.listdir(os.path.join(local_out, 'out', n))
+                    if not p.startswith(('_', '.')))
+        jobs = [j for j in history_jobs(started) if 'MRMerge' in j['name']]
+        assert files > 1 and [(j['mapsTotal'], j['uberized']) for j in jobs] == [(1, False)]
         got = [json.loads(l) for p in fs.listdir(crawl.path('merge_map'))
                if not p.startswith(('_', '.'))
                for l in fs.read_text(crawl.path('merge_map', p)).splitlines() if l.strip()]

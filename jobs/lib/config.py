@@ -128,7 +128,8 @@ def _validate(conf):
                          ('fetch', 'max_retries'), ('fetch', 'retry_backoff'),
                          ('fetch', 'max_retry_after'), ('fetch', 'dns_cache_seconds'),
                          ('fetch', 'expected_latency'), ('fetch', 'plan_min_share'),
-                         ('runner', 'uber_max_bytes'), ('runner', 'inline_fetch_max_urls')):
+                         ('runner', 'uber_max_bytes'), ('runner', 'inline_fetch_max_urls'),
+                         ('hadoop', 'split_max_bytes')):
         if conf[section][key] < 0:
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
