@@ -46,7 +46,8 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, fetcher, plan, records as R
+from jobs.lib import counters as C, fetcher, plan, politeness, records as R
+from jobs.lib.netpolicy import Resolver
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
@@ -106,6 +107,7 @@ class MRFetch(CrawlJob):
     def mapper_init_plan(self):
         """Load the plan: {politeness key: bin} for the keys it placed."""
         self.bins = self.options.bins or self.conf['fetch']['reducers']
+        self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
         self.planned = {}
         if self.options.plan and self.bins == self.conf['fetch']['reducers']:
             with open(self.options.plan, 'rb') as f:
@@ -118,7 +120,7 @@ class MRFetch(CrawlJob):
         """in/ line -> (bin label, [politeness key, url record])."""
         for rec in self.records(line, 'url'):
             self.count(C.URLS_IN)
-            key = fetcher.fetch_key(rec, self.conf)
+            key = politeness.fetch_key(rec, self.conf, self.resolver)
             if key is None:
                 yield plan.label_for(0, self.bins), [_INVALID_KEY, rec]
                 continue
@@ -137,15 +139,17 @@ class MRFetch(CrawlJob):
         # The budget counts from the reducer's start: the time the layer may spend.
         self.budget_deadline = time.monotonic() + budget if budget > 0 else None
         self.pool = ThreadPoolExecutor(self.threads)
+        self.cancelled = threading.Event()    # the task is ending early (Ctrl-C)
         self.results = queue.Queue(maxsize=4 * self.threads)
         self.active = 0
         self.robots_cache = fetcher.RobotsCache()
+        self.resolver = Resolver.for_conf(self.conf)
         self.last_status = time.monotonic()
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
         self.stats = {}
         self.parser = None
-        if self.conf['fetch'].get('parse', True):
+        if self.conf['fetch']['parse']:
             # Imported here: the map tasks only key URLs by host, and the parser's stack
             # (lxml, selectolax, numpy, the language model) is most of a task's imports.
             from jobs.lib import parsepage
@@ -165,11 +169,18 @@ class MRFetch(CrawlJob):
 
     def reducer_fetch_host(self, _, values):
         """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
+        try:
+            yield from self._fetch_bin(values)
+        except BaseException:
+            self._cancel()
+            raise
+
+    def _fetch_bin(self, values):
         by_key = {}
         for pkey, rec in values:
             if pkey == _INVALID_KEY or rec.get('excluded'):
                 # A bad URL, or a page a crawl cycle's changed filters exclude now.
-                yield from self._emit(fetcher.HostFetcher._unfetched(
+                yield from self._emit(fetcher.new_doc(
                     rec, self.options.layer, R.FETCH_FILTERED, rec.get('excluded') or 'bad_url'))
             else:
                 by_key.setdefault(pkey, []).append(rec)
@@ -184,8 +195,12 @@ class MRFetch(CrawlJob):
 
     def reducer_final_drain(self):
         """Wait for the keys still running and emit their records."""
-        while self.active:
-            yield from self._drain(block=True)
+        try:
+            while self.active:
+                yield from self._drain(block=True)
+        except BaseException:
+            self._cancel()
+            raise
         self.pool.shutdown()
         if self.warc is not None:
             self.warc.commit()
@@ -194,28 +209,47 @@ class MRFetch(CrawlJob):
         for name, n in sorted(self.stats.items()):
             self.count(name, n)
 
+    def _cancel(self):
+        """The task ends early (an interrupt, a failure downstream): the threads stop
+        after their current request instead of fetching their keys to the end, and the
+        keys not started are dropped; their URLs are in no output, and the step reruns."""
+        self.cancelled.set()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def _put(self, item):
+        """Hand a result to the reducer's thread; give up once the task is cancelled
+        (nothing reads the queue any more)."""
+        while not self.cancelled.is_set():
+            try:
+                self.results.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
     def _run_host(self, pkey, items):
         """Worker thread: fetch one key; every input record yields one output record."""
         n_done = 0
-        hf = fetcher.HostFetcher(self.conf, self.robots_cache,
+        hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
                                  budget_deadline=self.budget_deadline)
         try:
             for doc in hf.fetch(items, self.options.layer, pkey):
+                if self.cancelled.is_set():
+                    return
                 n_done += 1
-                self.results.put(('doc', doc))
+                self._put(('doc', doc))
         except Exception as e:   # a bug must not lose the key's URLs
             reason = 'internal_' + type(e).__name__
             for rec in items[n_done:]:
-                self.results.put(('doc', fetcher.HostFetcher._unfetched(
+                self._put(('doc', fetcher.new_doc(
                     rec, self.options.layer, R.FETCH_NETWORK_ERROR, reason)))
-            self.results.put(('error', reason))
+            self._put(('error', reason))
         finally:
             with self.stats_lock:
                 self.robots_fetches += hf.robots_fetches
                 self.robots_failures += hf.robots_failures
                 for name, n in hf.stats.items():
                     self.stats[name] = self.stats.get(name, 0) + n
-            self.results.put(('done', None))
+            self._put(('done', None))
 
     def _drain(self, block):
         while True:

@@ -14,7 +14,8 @@ Run alone::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, fetcher, plan
+from jobs.lib import counters as C, plan, politeness
+from jobs.lib.netpolicy import Resolver
 
 
 class MRPlanFetch(CrawlJob):
@@ -31,12 +32,13 @@ class MRPlanFetch(CrawlJob):
 
     def mapper_init_sums(self):
         self.sums = {}     # politeness key -> [urls, predicted seconds]
+        self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
 
     def mapper_cost_by_key(self, _, line):
         """in/ line -> this task's sums per politeness key (nothing emitted yet)."""
         pol = self.conf['politeness']
         for rec in self.records(line, 'url'):
-            key = fetcher.fetch_key(rec, self.conf)
+            key = politeness.fetch_key(rec, self.conf, self.resolver)
             if key is None:
                 continue      # MRFetch records these as filtered (bad_url); no cost
             latency = rec.get('latency', self.conf['fetch']['expected_latency'])

@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from drivers.fixture_site import FixtureSite
-from jobs.lib import encoding, fetcher, plan, records as R
+from jobs.lib import encoding, fetcher, httpio, netpolicy, plan, politeness, records as R
 from tests.conftest import test_conf
 
 #: Small delays and limits so that each fault costs well under a second or two.
@@ -248,26 +248,26 @@ def test_private_addresses_refused_in_every_spelling(site):
     for spelled in ('::ffff:127.0.0.1', '::127.0.0.1', '64:ff9b::7f00:1', '2002:7f00:1::',
                     '::ffff:10.0.0.1', '0.0.0.0', '169.254.169.254', 'fe80::1', '224.0.0.1',
                     '100.64.0.1'):
-        assert not fetcher.ip_is_public(ipaddress.ip_address(spelled)), spelled
-    assert fetcher.ip_is_public(ipaddress.ip_address('93.184.215.14'))
-    assert fetcher.ip_is_public(ipaddress.ip_address('2606:4700::6810:84e5'))
+        assert not netpolicy.ip_is_public(ipaddress.ip_address(spelled)), spelled
+    assert netpolicy.ip_is_public(ipaddress.ip_address('93.184.215.14'))
+    assert netpolicy.ip_is_public(ipaddress.ip_address('2606:4700::6810:84e5'))
 
 
 def test_politeness_keys():
-    assert fetcher.politeness_key('http://a.example.com:8080/x') == 'a.example.com:8080'
-    assert fetcher.politeness_key('http://www.example.co.uk/x', 'domain') == \
-        'domain:example.co.uk'
-    assert fetcher.politeness_key('https://a.b.github.io/', 'domain') == 'domain:b.github.io'
-    assert fetcher.politeness_key('http://127.0.0.5:81/', 'domain') == 'domain:127.0.0.5'
-    assert fetcher.politeness_key('http://localhost:8080/', 'ip') == 'ip:127.0.0.1'
-    assert fetcher.politeness_key('http://no-such-host.invalid/', 'ip') == \
-        'no-such-host.invalid'
+    key = politeness.politeness_key
+    assert key('http://a.example.com:8080/x', 'host') == 'a.example.com:8080'
+    assert key('http://www.example.co.uk/x', 'domain') == 'domain:example.co.uk'
+    assert key('https://a.b.github.io/', 'domain') == 'domain:b.github.io'
+    assert key('http://127.0.0.5:81/', 'domain') == 'domain:127.0.0.5'
+    resolver = netpolicy.Resolver()
+    assert key('http://localhost:8080/', 'ip', resolver) == 'ip:127.0.0.1'
+    assert key('http://no-such-host.invalid/', 'ip', resolver) == 'no-such-host.invalid'
 
 
 def test_retry_after_parsing():
-    assert fetcher.retry_after_seconds('5') == 5.0
-    assert fetcher.retry_after_seconds('soon') is None
-    assert fetcher.retry_after_seconds('Wed, 21 Oct 2015 07:28:00 GMT') == 0.0
+    assert httpio.retry_after_seconds('5') == 5.0
+    assert httpio.retry_after_seconds('soon') is None
+    assert httpio.retry_after_seconds('Wed, 21 Oct 2015 07:28:00 GMT') == 0.0
 
 
 @pytest.mark.parametrize('body,ctype,expected', [

@@ -17,8 +17,8 @@ import pytest
 from drivers.fixture_site import FixtureSite
 from drivers.hostile_site import HostileSite
 from jobs.fetch import MRFetch
-from jobs.lib import config, extract, fetcher, html, records as R, sitemaps, sites, urls, \
-    xmlpage
+from jobs.lib import config, extract, fetcher, html, netpolicy, records as R, sitemaps, \
+    sites, urls, xmlpage
 from jobs.parse import MRParse
 from tests.conftest import ROOT, TEST_SETTINGS, read_records, test_conf
 from tests.test_fetch_job import check_one_doc_each, run
@@ -241,15 +241,13 @@ def test_private_addresses_refused_and_counted_in_every_spelling(tmp_path):
 @pytest.fixture
 def public_127_0_0_2(monkeypatch):
     """Treat 127.0.0.2 as a public address (the 'allowed' server), nothing else."""
-    real = fetcher.ip_is_public
+    real = netpolicy.ip_is_public
 
     def policy(ip):
         if str(ip) == '127.0.0.2':
             return True
         return real(ip)
-    monkeypatch.setattr(fetcher, 'ip_is_public', policy)
-    yield
-    fetcher.RESOLVER.allow_private = False
+    monkeypatch.setattr(netpolicy, 'ip_is_public', policy)
 
 
 def test_redirect_from_an_allowed_server_to_loopback_is_refused(public_127_0_0_2, tmp_path):
@@ -272,7 +270,7 @@ def test_redirect_from_an_allowed_server_to_loopback_is_refused(public_127_0_0_2
         assert allowed.paths()[0] == '/robots.txt'
 
 
-class _Names(fetcher.Resolver):
+class _Names(netpolicy.Resolver):
     """A resolver with a fake zone: names of one registered domain, two addresses."""
 
     def __init__(self, zone):
@@ -286,18 +284,17 @@ class _Names(fetcher.Resolver):
 
 
 @pytest.mark.parametrize('obey_robots', ['true', 'false'])
-def test_same_key_redirect_to_a_name_on_loopback_is_refused(public_127_0_0_2, monkeypatch,
-                                                             obey_robots):
+def test_same_key_redirect_to_a_name_on_loopback_is_refused(public_127_0_0_2, obey_robots):
     """DNS rebinding style: www. and internal. share the politeness key (domain), so the
     hop is followed in this layer; the address check on the hop refuses it."""
     with FixtureSite('127.0.0.2') as allowed, FixtureSite('127.0.0.1') as inside:
-        monkeypatch.setattr(fetcher, 'RESOLVER', _Names({'www.rebind.test': '127.0.0.2',
-                                                         'internal.rebind.test': '127.0.0.1'}))
+        names = _Names({'www.rebind.test': '127.0.0.2', 'internal.rebind.test': '127.0.0.1'})
         target = 'http://internal.rebind.test:%d/a.html' % inside.port
         url = 'http://www.rebind.test:%d/fault/redirect?to=%s' % (allowed.port, target)
         hf = fetcher.HostFetcher(test_conf(*FAST, 'security.allow_private_networks=false',
                                            'politeness.key=domain',
-                                           'politeness.obey_robots=' + obey_robots))
+                                           'politeness.obey_robots=' + obey_robots),
+                                 resolver=names)
         (doc,) = hf.fetch([{'url': urls.normalize(url)}])
         assert (doc['status'], doc['reason']) == (R.FETCH_FILTERED, 'private_address'), doc
         assert inside.requests == []

@@ -1,0 +1,220 @@
+"""One HTTP exchange of a politeness key: its session, a request under the watchdog,
+bodies read within limits, and what a failure or a Retry-After means.
+
+A :class:`KeySession` holds one pooled connection (``pool_maxsize=1``: the key's
+requests go out one at a time anyway) through the address policy (jobs.lib.netpolicy),
+and takes nothing from the environment: no ~/.netrc credentials sent to crawled hosts,
+no proxy or CA bundle from environment variables (requests also stat()s ~/.netrc on
+every request otherwise). Every request is armed on the watchdog (jobs.lib.watchdog)
+with its deadline; a body is read in chunks and never past its size limit, so a gzip
+bomb never inflates past the limit plus one chunk (urllib3 >= 2.6 decompresses at most
+*amt* bytes per ``read1`` call).
+"""
+import email.utils
+import socket
+import time
+import weakref
+from datetime import datetime, timezone
+
+import requests
+import urllib3
+import urllib3.exceptions
+
+from jobs.lib import netpolicy
+from jobs.lib.netpolicy import Blocked
+from jobs.lib.watchdog import WATCHDOG
+
+#: Response headers a doc record keeps.
+KEPT_HEADERS = ('etag', 'last-modified', 'x-robots-tag', 'retry-after', 'content-length',
+                'content-encoding')
+_CHUNK = 64 * 1024
+_DRAIN_BYTES = 64 * 1024   # unread bodies up to this are read to keep the connection
+#: Network error reasons worth a retry: the server or the path may recover in seconds.
+#: dns, private_address, tls, connection_refused and time_limit are not retried: they
+#: rarely heal within a layer and a retry would only spend the host's time.
+RETRY_REASONS = ('read_timeout', 'connect_timeout', 'connection_reset', 'protocol_error',
+                 'connection_error')
+#: What a failed request raises through requests, urllib3 and the socket layer.
+NETWORK_ERRORS = (requests.RequestException, OSError, urllib3.exceptions.HTTPError)
+
+
+class KeySession:
+    """One politeness key's HTTP session. *slot* (jobs.lib.politeness.Slot) gives the
+    clock and what running past a deadline means."""
+
+    def __init__(self, user_agent, timeout, resolver, slot):
+        self.timeout = timeout
+        self.slot = slot
+        self._sockets = weakref.WeakSet()
+        self.session = requests.Session()
+        self.session.trust_env = False
+        self.session.headers['User-Agent'] = user_agent
+        adapter = netpolicy.SafeAdapter(resolver, pool_connections=1, pool_maxsize=1,
+                                        max_retries=0)
+        self.session.mount('http://', adapter)
+        self.session.mount('https://', adapter)
+        netpolicy.track_sockets(self._sockets)
+
+    def close(self):
+        netpolicy.track_sockets(None)
+        self.session.close()
+
+    def _cut(self):
+        """Watchdog thread: shut this key's sockets down; the blocked read returns."""
+        for _ in range(5):
+            try:
+                socks = list(self._sockets)
+                break
+            except RuntimeError:     # the fetching thread added one meanwhile
+                continue
+        else:
+            socks = []
+        for sock in socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def get(self, url, deadline, headers=None):
+        """``session.get`` (streamed, no redirects) under the watchdog.
+
+        Returns (response, watchdog entry): the entry stays armed while the body is read
+        and must be passed to :meth:`disarm`.
+        """
+        entry = WATCHDOG.arm(time.monotonic() + max(0.0, deadline - self.slot.clock()),
+                             self._cut)
+        try:
+            resp = self.session.get(url, stream=True, allow_redirects=False,
+                                    timeout=self.timeout, headers=headers)
+        except Exception:
+            if WATCHDOG.disarm(entry):
+                raise self.slot.limit_error(deadline)
+            raise
+        return resp, entry
+
+    def disarm(self, entry, deadline, exc=None):
+        """Stop the watchdog; an error it caused becomes TimeLimit/OutOfBudget."""
+        if WATCHDOG.disarm(entry) and exc is not None:
+            raise self.slot.limit_error(deadline) from exc
+
+    def stream(self, resp, limit, deadline, sink):
+        """Feed up to *limit* decoded bytes of *resp* to *sink*; True if more followed."""
+        size, raw = 0, resp.raw
+        while True:
+            if self.slot.clock() > deadline:
+                raise self.slot.limit_error(deadline)
+            chunk = raw.read1(min(_CHUNK, limit - size + 1), decode_content=True)
+            if not chunk:
+                return False
+            if size + len(chunk) > limit:
+                sink(chunk[:limit - size])
+                return True
+            sink(chunk)
+            size += len(chunk)
+
+    def read_body(self, resp, limit, deadline):
+        """Read up to *limit* decoded bytes; returns (bytes, truncated)."""
+        chunks = []
+        truncated = self.stream(resp, limit, deadline, chunks.append)
+        return b''.join(chunks), truncated
+
+    def drain(self, resp, deadline):
+        """Read the rest of a small unread body (redirects, errors, metadata-only types)
+        so the connection goes back to the pool instead of being closed."""
+        try:
+            size = int(resp.headers.get('content-length', -1))
+        except ValueError:
+            return
+        if not 0 <= size <= _DRAIN_BYTES or resp.raw.closed:
+            return
+        try:
+            while self.slot.clock() < deadline and resp.raw.read(_DRAIN_BYTES,
+                                                                 decode_content=False):
+                pass
+        except (OSError, urllib3.exceptions.HTTPError):
+            pass     # the connection is dropped: that is all a failed drain costs
+
+
+def declared_length(headers):
+    """The full size the server declares: the total of a Content-Range, else
+    Content-Length when the body is not content-encoded (then it counts encoded bytes);
+    None when unknown."""
+    crange = headers.get('content-range') or ''
+    total = crange.rpartition('/')[2].strip()
+    if total.isdigit():
+        return int(total)
+    if headers.get('content-encoding', 'identity').strip().lower() not in ('', 'identity'):
+        return None
+    value = (headers.get('content-length') or '').strip()
+    return int(value) if value.isdigit() else None
+
+
+def http_exchange(resp):
+    """What a WARC request/response pair needs beyond the doc record (warc.enabled):
+    ``{version, reason, headers, request}``; headers are ``[name, value]`` lists in the
+    order received (repeated names kept), request = {method, path, headers sent}."""
+    version = getattr(resp.raw, 'version', 11)
+    raw_headers = getattr(resp.raw, 'headers', None) or resp.headers
+    req = resp.request
+    return {'version': 'HTTP/1.0' if version == 10 else 'HTTP/1.1',
+            'reason': resp.reason or '',
+            'headers': [[k, v] for k, v in raw_headers.items()],
+            'request': {'method': req.method or 'GET', 'path': req.path_url,
+                        'headers': [[k, v] for k, v in req.headers.items()]}}
+
+
+def error_reason(exc):
+    """Short reason for a network exception (used in counters)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, Blocked):
+            return 'private_address'
+        if isinstance(exc, socket.gaierror):
+            return 'dns'
+        if isinstance(exc, (requests.exceptions.ConnectTimeout,)):
+            return 'connect_timeout'
+        if isinstance(exc, (requests.exceptions.ReadTimeout, socket.timeout,
+                            urllib3.exceptions.ReadTimeoutError)):
+            return 'read_timeout'
+        if isinstance(exc, requests.exceptions.SSLError):
+            return 'tls'
+        if isinstance(exc, (ConnectionResetError, urllib3.exceptions.ProtocolError,
+                            requests.exceptions.ChunkedEncodingError)):
+            # urllib3 wraps a reset as ProtocolError('Connection aborted.', reset), and
+            # an address refused on a reused pool's new connection the same way.
+            if any(isinstance(a, Blocked) for a in exc.args):
+                return 'private_address'
+            if isinstance(exc, ConnectionResetError) or any(
+                    isinstance(a, ConnectionResetError) for a in exc.args):
+                return 'connection_reset'
+            return 'protocol_error'
+        if isinstance(exc, ConnectionRefusedError):
+            return 'connection_refused'
+        if isinstance(exc, urllib3.exceptions.DecodeError) or \
+                isinstance(exc, requests.exceptions.ContentDecodingError):
+            return 'decode_error'
+        nxt = exc.__cause__ or exc.__context__
+        if nxt is None and exc.args and isinstance(exc.args[0], BaseException):
+            nxt = exc.args[0]
+        if nxt is None and hasattr(exc, 'reason') and isinstance(exc.reason, BaseException):
+            nxt = exc.reason
+        exc = nxt
+    return 'connection_error'
+
+
+def retry_after_seconds(value, now=None):
+    """Seconds a ``Retry-After`` header asks for (delta-seconds or HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    now = now or datetime.now(timezone.utc)
+    return max(0.0, (when - now).total_seconds())

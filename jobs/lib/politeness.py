@@ -1,0 +1,104 @@
+"""Politeness: which key a URL's requests queue under, and when that key may be asked.
+
+A *politeness key* (``politeness.key``) is the host (``host[:port]``), its IP address
+(``ip:...``) or its registered domain (``domain:...``): one fetcher per key, one request
+at a time. A :class:`Slot` (Scrapy's downloader slot, Nutch's FetchItemQueue) keeps one
+key's timing: each request starts at least ``delay`` seconds after the previous one
+ended, a robots.txt ``Crawl-delay`` raises that delay, and the reducer's time budget
+(``fetch.time_budget``) ends the key's turn.
+"""
+from jobs.lib import urls
+from jobs.lib.filters import registered_domain
+
+
+def politeness_key(url, mode, resolver=None):
+    """The politeness key of a normalised *url*: ``host[:port]``, ``ip:...`` or ``domain:...``.
+
+    ``ip`` resolves the name through *resolver* (jobs.lib.netpolicy.Resolver: its cache,
+    without the address policy, which the fetcher applies later); a name that does not
+    resolve keeps its host key, so its URLs still reach a fetcher that records the DNS
+    error.
+    """
+    if mode == 'host':
+        return urls.host(url)
+    name = urls.hostname(url)
+    if not name:
+        return urls.host(url)
+    if mode == 'domain':
+        return 'domain:' + registered_domain(name)
+    try:
+        infos = resolver.lookup(name, 443 if url.startswith('https:') else 80)
+    except (OSError, UnicodeError):
+        return urls.host(url)
+    return 'ip:' + infos[0][4][0] if infos else urls.host(url)
+
+
+def fetch_key(rec, conf, resolver):
+    """The politeness key of an in/ ``url`` record, or None if its URL cannot be fetched.
+
+    Normalises ``rec['url']`` in place (the fetch job's mapper and MRPlanFetch share
+    this, so a plan and a fetch of the same in/ agree on every key).
+    """
+    url = urls.normalize(rec.get('url'))
+    if url is None or len(url) > conf['filter']['max_url_length']:
+        return None
+    rec['url'] = url
+    return politeness_key(url, conf['politeness']['key'], resolver)
+
+
+class TimeLimit(Exception):
+    """The whole-request time limit ran out."""
+
+
+class OutOfBudget(Exception):
+    """The reducer's time budget ran out: the URL is deferred, not failed."""
+
+
+class Slot:
+    """One politeness key's timing. *budget_deadline* (a ``clock()`` value or None) is
+    when the reducer's time budget ends."""
+
+    def __init__(self, delay, max_request_seconds, clock, sleep, budget_deadline=None):
+        self.delay = delay
+        self.max_request_seconds = max_request_seconds
+        self.clock = clock
+        self.sleep = sleep
+        self.budget_deadline = budget_deadline
+        self._next_request = 0.0
+        self._last_end = 0.0
+
+    def wait_turn(self):
+        """Sleep until this key may be asked again; OutOfBudget if that is too late."""
+        wait = self._next_request - self.clock()
+        if self.budget_deadline is not None and \
+                self.clock() + max(wait, 0.0) >= self.budget_deadline:
+            raise OutOfBudget()
+        if wait > 0:
+            self.sleep(wait)
+
+    def done_request(self, pause=0.0):
+        """A request to this key ended: the next one waits the delay (or *pause*, if longer)."""
+        self._last_end = self.clock()
+        self._next_request = self._last_end + max(self.delay, pause)
+
+    def raise_delay(self, delay):
+        """A robots.txt Crawl-delay longer than the delay: it applies from the request
+        that fetched robots.txt on, which ended under the old delay."""
+        self.delay = delay
+        self._next_request = max(self._next_request, self._last_end + delay)
+
+    def deadline(self):
+        """When a request starting now must end: its own limit or the budget's end."""
+        deadline = self.clock() + self.max_request_seconds
+        if self.budget_deadline is not None:
+            deadline = min(deadline, self.budget_deadline)
+        return deadline
+
+    def limit_error(self, deadline):
+        """What running past *deadline* means: the budget's end or the request's limit."""
+        if self.budget_deadline is not None and deadline >= self.budget_deadline:
+            return OutOfBudget()
+        return TimeLimit()
+
+    def out_of_budget(self):
+        return self.budget_deadline is not None and self.clock() >= self.budget_deadline
