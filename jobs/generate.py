@@ -60,7 +60,6 @@ from mrjob.step import MRStep
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R, urls
 
-STRATEGIES = ('bfs', 'backlinks', 'opic', 'pagerank', 'major_site')
 #: Shuffle key of resource candidates (a space: never part of a host name).
 RESOURCE_KEY = ' resources'
 _RESOURCE_FIELDS = ('resource_of', 'resource_name', 'max_bytes')
@@ -267,7 +266,7 @@ class MRGenerate(CrawlJob):
             cands = (v for v in values if v[0] != 'pr')
         host_weight = sum(c[2] for c in cands) if strategy == 'major_site' else 0.0
         keyed = ((priority(c, strategy, gen['topic_weight'], host_weight), c) for c in cands)
-        cap = self.conf['filter'].get('max_urls_per_host', 0)
+        cap = self.conf['filter']['max_urls_per_host']
         if cap:
             n, keyed = _keep_best(keyed, cap)
             self.count(C.OVER_HOST_CAP, n - len(keyed))

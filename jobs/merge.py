@@ -20,8 +20,8 @@ folding and the order need); every later shuffle here carries summaries, anchors
 resource outcomes only. The join shuffles each page record once, keyed by URL, and
 drops every fetch but a leader's latest. mrjob keeps a job's intermediate files until
 the job ends (the local runner, on disk), so the heavy records cross one shuffle in
-all: a 110k-page soak crawl had filled 66 GB with the six-step merge that carried
-whole pages through every step (README, bench/merge_disk.py for the figures).
+all: a merge that carried whole pages through every step filled the disk of a soak
+crawl (bench/merge_disk.py and bench/README.md for the figures).
 
 Pages fold into one canonical page four ways, in this order of steps:
 
@@ -71,7 +71,7 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, merging as M, simhash
-from jobs.lib.merging import MERGE_DEFAULTS, canonical_order  # noqa: F401  (re-exported)
+from jobs.lib.merging import canonical_order
 
 
 def summary(page):
@@ -99,9 +99,7 @@ class MRMerge(CrawlJob):
 
     @property
     def settings(self):
-        if not hasattr(self, '_settings'):
-            self._settings = dict(MERGE_DEFAULTS, **self.conf.get('merge', {}))
-        return self._settings
+        return self.conf['merge']
 
     # -- step 1: one summary per final URL ----------------------------------------------
 
@@ -123,7 +121,7 @@ class MRMerge(CrawlJob):
                 self.count(C.NOT_A_PAGE)
                 continue
             if what == M.NOINDEX:
-                self.count('skipped_noindex_total')
+                self.count(C.SKIPPED_NOINDEX)
                 continue
             final = M.final_url(rec)
             for named in rec.get('resources') or ():

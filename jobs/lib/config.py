@@ -14,10 +14,24 @@ import math
 import os
 import re
 import tomllib
+from importlib import resources
 
-DEFAULTS_PATH = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-    'conf', 'defaults.toml')
+#: Settings that take one of a few values, and those values: the one table that the
+#: validation below and the modules acting on them (jobs.lib.filters, maintext, topic,
+#: politeness; jobs/generate.py) read.
+CHOICES = {
+    'politeness.key': ('host', 'ip', 'domain'),
+    'generate.strategy': ('bfs', 'backlinks', 'opic', 'pagerank', 'major_site'),
+    'filter.scope': ('any', 'host', 'domain'),
+    'topic.off_topic_links': ('follow', 'drop', 'deprioritise'),
+    'parse.main_text_extractor': ('resiliparse', 'trafilatura'),
+}
+
+#: conf/ as installed: jobs/lib/conf is a link to the checkout's conf/, and a wheel holds
+#: its files as package data (setup.cfg), so an install outside the source tree finds
+#: them too.
+CONF_DIR = str(resources.files('jobs.lib').joinpath('conf'))
+DEFAULTS_PATH = os.path.join(CONF_DIR, 'defaults.toml')
 
 
 class ConfigError(ValueError):
@@ -145,13 +159,12 @@ def _validate(conf):
     for key in ('min_words', 'max_anchors'):
         if merge[key] < 0:
             raise ConfigError('merge.%s must be >= 0, got %r' % (key, merge[key]))
-    if conf['politeness']['key'] not in ('host', 'ip', 'domain'):
-        raise ConfigError('politeness.key must be host, ip or domain, got %r'
-                          % conf['politeness']['key'])
+    for name, allowed in CHOICES.items():
+        section, key = name.split('.')
+        if conf[section][key] not in allowed:
+            raise ConfigError('%s must be one of %s, got %r' % (
+                name, ', '.join(allowed), conf[section][key]))
     gen = conf['generate']
-    if gen['strategy'] not in ('bfs', 'backlinks', 'opic', 'pagerank', 'major_site'):
-        raise ConfigError('generate.strategy must be one of bfs, backlinks, opic, pagerank, '
-                          'major_site; got %r' % gen['strategy'])
     if gen['top_n'] < 0 or gen['pagerank_every'] < 1 or gen['pagerank_iterations'] < 1 \
             or not 0 < gen['pagerank_damping'] < 1:
         raise ConfigError('generate: need top_n >= 0, pagerank_every >= 1, '
@@ -167,32 +180,20 @@ def _validate(conf):
 
 
 def _validate_parse_settings(conf):
-    """[filter] and [topic]: regexes compile, choices are known, counts not negative."""
-    import re
-    from jobs.lib import filters
+    """[filter] and [topic]: regexes compile, counts not negative."""
     for key in ('max_path_depth', 'max_segment_repeats', 'max_urls_per_host'):
         if conf['filter'][key] < 0:
             raise ConfigError('filter.%s must be >= 0, got %r' % (key, conf['filter'][key]))
-    from jobs.lib import maintext
-    if conf['parse']['main_text_extractor'] not in maintext.EXTRACTORS:
-        raise ConfigError('parse.main_text_extractor must be one of %s, got %r' % (
-            ', '.join(maintext.EXTRACTORS), conf['parse']['main_text_extractor']))
-    if conf['filter']['scope'] not in filters.SCOPES:
-        raise ConfigError('filter.scope must be one of %s, got %r' % (
-            ', '.join(filters.SCOPES), conf['filter']['scope']))
     from jobs.lib import topic
     try:
         topic.Profile.from_conf(conf['topic'])
     except topic.TopicError as e:
         raise ConfigError(str(e))
-    if conf['topic']['off_topic_links'] not in topic.LINK_POLICIES:
-        raise ConfigError('topic.off_topic_links must be one of %s, got %r' % (
-            ', '.join(topic.LINK_POLICIES), conf['topic']['off_topic_links']))
     if conf['topic']['off_topic_depth_penalty'] < 0:
         raise ConfigError('topic.off_topic_depth_penalty must be >= 0')
     if conf['sitemaps']['enabled']:
         from jobs.lib import sitemaps
-        kept = conf['fetch'].get('keep_types', [])
+        kept = conf['fetch']['keep_types']
         missing = [t for t in sitemaps.SITEMAP_TYPES if t not in kept]
         if missing:
             raise ConfigError('sitemaps.enabled needs fetch.keep_types to include %s' % (

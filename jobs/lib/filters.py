@@ -21,11 +21,9 @@ per layer is not here: it needs all of a host's URLs at once, so MRGenerate's re
 import functools
 import re
 
-from jobs.lib import urls
+from jobs.lib import config, urls
 
-SCOPES = ('any', 'host', 'domain')
-REASONS = ('url_too_long', 'exclude', 'include', 'scope', 'extension', 'path_depth',
-           'repeated_segments')
+SCOPES = config.CHOICES['filter.scope']
 
 
 class FilterError(ValueError):
@@ -89,16 +87,16 @@ class LinkFilter:
 
     def __init__(self, conf):
         self.max_len = conf['max_url_length']
-        self.include = compile_patterns(conf.get('include', ()), 'filter.include')
-        self.exclude = compile_patterns(conf.get('exclude', ()), 'filter.exclude')
-        self.scope = conf.get('scope', 'any')
+        self.include = compile_patterns(conf['include'], 'filter.include')
+        self.exclude = compile_patterns(conf['exclude'], 'filter.exclude')
+        self.scope = conf['scope']
         if self.scope not in SCOPES:
             raise FilterError('filter.scope must be one of %s, got %r' % (
                 ', '.join(SCOPES), self.scope))
         self.extensions = frozenset('.' + e.lower().lstrip('.')
-                                    for e in conf.get('deny_extensions', ()))
-        self.max_depth = conf.get('max_path_depth', 0)
-        self.max_repeats = conf.get('max_segment_repeats', 0)
+                                    for e in conf['deny_extensions'])
+        self.max_depth = conf['max_path_depth']
+        self.max_repeats = conf['max_segment_repeats']
 
     def reason(self, url, page_url=None):
         """None to keep *url* (normalised), else the rejection reason."""

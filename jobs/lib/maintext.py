@@ -9,12 +9,10 @@ Main text, by the extractor ``parse.main_text_extractor`` names (:data:`EXTRACTO
 - ``trafilatura``: trafilatura's own extraction, fast mode (no jusText/readability
   fallbacks). More recall on pages that are mostly lists of links, 10-13x the CPU.
 
-Measured here (``make bench-main-text``, bench/results/main_text.json): on 300 pages of
-the python3-doc manual, scored by words against each page's ``div[role=main]``,
-resiliparse took 4.4 ms a page for a mean F1 of 0.877 (median 0.999, precision 1.000)
-and trafilatura 55 ms for 0.936 (median 0.995, precision 0.992); resiliparse's lower
-mean comes from link-index pages (genindex-*), whose links it drops as navigation (36
-pages under F1 0.5 against 14). On the benchmark's 22 KB pages: 0.24 ms against 2.5 ms.
+Measured with ``make bench-main-text`` (figures in bench/README.md): on the python3-doc
+manual, scored by words against each page's ``div[role=main]``, resiliparse is about
+ten times faster for a slightly lower mean F1, which comes from link-index pages whose
+links it drops as navigation.
 Either way the output is one line per block (paragraph,
 heading, list item), no blank lines. The extractor parses and extracts; it never
 fetches anything (``url`` only labels the document).
@@ -27,10 +25,11 @@ loaded once per task, on first use (~0.03 s).
 """
 import logging
 
-#: Characters of text the language detector reads: on 400 pages of the python3-doc
-#: manual, fastText on the first 1,000 characters gave py3langid's 5,000-character
-#: answer on 398 (the two others are index pages of symbols), at 0.2 ms a page where
-#: py3langid took 1.4 ms on 2,000 characters (its n-gram counting is a Python loop).
+from jobs.lib import config
+
+#: Characters of text the language detector reads: on the python3-doc manual, fastText
+#: on the first 1,000 characters gave py3langid's 5,000-character answer on all pages
+#: but index pages of symbols, several times faster (bench/README.md).
 LANGUAGE_SAMPLE_CHARS = 1000
 #: Shorter texts get no language: a few words are too little evidence.
 MIN_LANGUAGE_CHARS = 40
@@ -39,7 +38,7 @@ _model = None
 
 
 #: parse.main_text_extractor values.
-EXTRACTORS = ('resiliparse', 'trafilatura')
+EXTRACTORS = config.CHOICES['parse.main_text_extractor']
 #: CSS selectors of page-level landmarks the resiliparse extractor skips besides its own
 #: heuristics: the banner header (not an article's, section's or main's own header),
 #: the page footer, navigation and complementary content.

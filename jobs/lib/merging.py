@@ -5,11 +5,6 @@ the join would attach a group's duplicates to another fetch than the one ranked.
 """
 from jobs.lib import counters as C, records as R, urls
 
-#: [merge] settings a resolved configuration written before they existed falls back to.
-MERGE_DEFAULTS = {'near_duplicates': True, 'max_hamming_distance': 3, 'shingle_words': 3,
-                  'min_words': 50, 'max_bucket_pages': 200, 'max_anchors': 100,
-                  'internal_anchors': True}
-
 #: Fields of a resource's page record that its parent's merged record keeps.
 RESOURCE_FIELDS = ('status', 'content_type', 'length', 'digest', 'http_status', 'reason')
 

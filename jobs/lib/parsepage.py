@@ -21,7 +21,6 @@ out their politeness delays. *count(name, amount)* receives the parse counters.
 """
 from jobs.lib import (counters as C, encoding, extract, filters, html, records as R,
                       maintext, simhash, sitemaps, sites, topic, urls)
-from jobs.lib.merging import MERGE_DEFAULTS
 
 
 #: doc fields a page drops: the body and what only the WARC job reads (the HTTP exchange,
@@ -47,9 +46,9 @@ class PageParser:
         self.normalize = urls.normalizer(conf)
         self.link_filter = filters.LinkFilter(conf['filter'])
         self.sites = sites.SiteIndex(conf.get('sites'))
-        self.topic = topic.Profile.from_conf(conf.get('topic'))
-        self.sitemaps = conf.get('sitemaps', {})
-        merge = dict(MERGE_DEFAULTS, **conf.get('merge', {}))
+        self.topic = topic.Profile.from_conf(conf['topic'])
+        self.sitemaps = conf['sitemaps']
+        merge = conf['merge']
         self.shingle_words = merge['shingle_words'] if merge['near_duplicates'] else None
 
     def parse(self, doc):

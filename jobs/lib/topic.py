@@ -14,7 +14,9 @@ topical focus (every page is neither on nor off topic).
 import math
 import re
 
-LINK_POLICIES = ('follow', 'drop', 'deprioritise')
+from jobs.lib import config
+
+LINK_POLICIES = config.CHOICES['topic.off_topic_links']
 
 
 class TopicError(ValueError):

@@ -14,7 +14,6 @@ from urllib.parse import unquote_plus
 import ada_url
 
 SCHEMES = ('http:', 'https:')
-_DEFAULT_PORTS = {'http:': '80', 'https:': '443'}
 _WS = ' \t\n\r\f'
 
 
@@ -210,12 +209,10 @@ NORMALIZER_CACHE_SIZE = 100_000
 def normalizer(conf):
     """``normalize`` with the query options of a resolved configuration, remembering
     recent results (``functools.lru_cache``): a task's pages link the same URLs again
-    and again (navigation, a site's own pages), and one normalisation costs ~10 us of
-    URL parsing."""
-    parse = conf.get('parse', {})
+    and again (navigation, a site's own pages), and each normalisation parses the URL."""
+    parse = conf['parse']
     return functools.lru_cache(maxsize=NORMALIZER_CACHE_SIZE)(functools.partial(
-        normalize, sort_query=parse.get('sort_query', False),
-        strip_params=tuple(parse.get('strip_params', ()))))
+        normalize, sort_query=parse['sort_query'], strip_params=tuple(parse['strip_params'])))
 
 
 def host(url):
