@@ -6,6 +6,7 @@ and on HDFS, and never load the database into the driver) and print the result.
 import json
 
 from drivers import fs as fslib
+from jobs.lib import counters as C
 
 
 def newest_crawldb(out):
@@ -37,14 +38,14 @@ def stats(out, runner='inline', top_hosts=20):
         result[rec['dim']][str(rec['value'])] = rec['urls']
     result['urls'] = sum(result['status'].values())
     hosts = sorted(result['host'].items(), key=lambda kv: (-kv[1], kv[0]))
-    result['hosts_total'] = len(hosts)
+    result[C.HOSTS] = len(hosts)
     result['host'] = dict(hosts[:top_hosts])
     return result
 
 
 def format_stats(result):
     lines = ['crawl database %s: %d URL(s), %d host(s)' % (
-        result['crawldb'], result['urls'], result['hosts_total'])]
+        result['crawldb'], result['urls'], result[C.HOSTS])]
     for dim in ('status', 'depth', 'host'):
         lines.append('by %s:' % dim)
         items = result[dim].items()

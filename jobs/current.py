@@ -22,11 +22,11 @@ Run alone::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import merging as M
+from jobs.lib import counters as C, merging as M
 
 
 class MRCurrent(CrawlJob):
-    COUNTER_GROUP = 'current'
+    COUNTER_GROUP = C.CURRENT
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_current)]
@@ -43,9 +43,9 @@ class MRCurrent(CrawlJob):
             n += 1
             if best is None or M.current_key(rec) > M.current_key(best):
                 best = rec
-        self.count('current_total')
+        self.count(C.CURRENT_PAGES)
         if n > 1:
-            self.count('superseded_total', n - 1)
+            self.count(C.SUPERSEDED, n - 1)
         yield None, best
 
 

@@ -33,7 +33,7 @@ import json
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import records as R
+from jobs.lib import counters as C, records as R
 
 #: What an index sees of a merged record: the fields its XML document carries
 #: (jobs/lib/xmlpage.py page_xml) but the fetch's time and place (fetch_time, layer,
@@ -69,7 +69,7 @@ def deletion_reason(page):
 
 
 class MRDelta(CrawlJob):
-    COUNTER_GROUP = 'delta'
+    COUNTER_GROUP = C.DELTA
 
     def configure_args(self):
         super().configure_args()
@@ -105,11 +105,11 @@ class MRDelta(CrawlJob):
                 folded = v[1]
         if new is not None:
             if old is None:
-                self.count('added_total')
+                self.count(C.DELTA_ADDED)
             elif old[1] != new[1]:
-                self.count('changed_total')
+                self.count(C.DELTA_CHANGED)
             else:
-                self.count('unchanged_total')
+                self.count(C.DELTA_UNCHANGED)
                 return
             yield None, new[2]
             return
@@ -117,8 +117,8 @@ class MRDelta(CrawlJob):
             return
         reason = (current[1] if current and current[1] else None) or (
             'duplicate' if folded else 'removed')
-        self.count('deleted_total')
-        self.count('deleted_%s_total' % reason)
+        self.count(C.DELTA_DELETED)
+        self.count(C.deleted(reason))
         yield None, {'kind': 'deletion', 'url': url, 'reason': reason,
                      'duplicate_of': folded,
                      'http_status': current[2] if current else None,

@@ -17,11 +17,11 @@ Run alone::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import records as R
+from jobs.lib import counters as C, records as R
 
 
 class MRPageRank(CrawlJob):
-    COUNTER_GROUP = 'pagerank'
+    COUNTER_GROUP = C.PAGERANK
 
     def steps(self):
         gen = self.conf['generate']
@@ -44,7 +44,7 @@ class MRPageRank(CrawlJob):
         for v in values:
             if v:
                 links.update(v)
-        self.increment_counter('pagerank', 'nodes_total', 1)
+        self.increment_counter(C.PAGERANK, C.PAGERANK_NODES, 1)
         yield url, [1.0, sorted(links)]
 
     def mapper_spread(self, url, node):

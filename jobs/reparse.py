@@ -24,7 +24,7 @@ from jobs.base import CrawlJob
 from jobs.lib import counters as C, encoding, records as R
 
 class MRReparse(CrawlJob):
-    COUNTER_GROUP = 'reparse'
+    COUNTER_GROUP = C.REPARSE
 
     def configure_args(self):
         super().configure_args()
@@ -45,10 +45,10 @@ class MRReparse(CrawlJob):
         for page in self.records(line, 'page'):
             doc = self.stored_doc(page)
             if doc is None:
-                self.count('not_stored_total')
+                self.count(C.NOT_STORED)
                 yield None, page
                 continue
-            self.count('reparsed_total')
+            self.count(C.REPARSED)
             yield None, self.parser.parse(doc)
 
     def stored_doc(self, page):
@@ -67,7 +67,7 @@ class MRReparse(CrawlJob):
         try:
             stored = warcfile.read_payload(o.crawl_root, page, o.webhdfs_url, o.hdfs_user)
         except Exception as e:    # a lost or damaged file costs this page's reparse only
-            self.count('warc_unreadable_%s_total' % type(e).__name__)
+            self.count(C.per('warc_unreadable', type(e).__name__))
             return None
         if stored is None:
             return None

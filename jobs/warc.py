@@ -89,7 +89,7 @@ class MRWarc(CrawlJob):
                     doc.get('warc_body') is None and doc.get('length') and \
                     warcfile.plan(doc) == warcfile.RESPONSE:
                 # A parsed page whose body was dropped: nothing to archive but headers.
-                self.count('skipped_no_body_total')
+                self.count(C.WARC_SKIPPED_NO_BODY)
                 continue
             pointer = self.sink.add(doc, self.user_agent)
             if pointer is not None:

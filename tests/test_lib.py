@@ -156,13 +156,13 @@ def test_robots_answers_false_for_what_cannot_be_a_url():
 
 
 def test_watchdog_fires_armed_deadlines_only_and_on_time():
-    """jobs.lib.fetcher._Watchdog: an entry armed after a later one still fires at its
+    """jobs.lib.watchdog.Watchdog: an entry armed after a later one still fires at its
     own deadline; disarmed entries never fire and leave the heap without waiting for
     their deadlines; disarm reports whether the entry had fired."""
     import threading
     import time
-    from jobs.lib.fetcher import _Watchdog
-    dog = _Watchdog()
+    from jobs.lib.watchdog import Watchdog
+    dog = Watchdog()
     fired = []
     done = threading.Event()
     now = time.monotonic()
@@ -181,3 +181,32 @@ def test_watchdog_fires_armed_deadlines_only_and_on_time():
         time.sleep(0.05)
     assert dog._heap == []        # the 500 disarmed entries did not wait for 60 s
     assert fired == ['early', 'late']
+
+
+def test_counter_names_live_in_counters_py_only():
+    """Every counter name is a constant (or a helper's result) of jobs/lib/counters.py,
+    and every constant there is used: no ``'..._total'`` literal elsewhere in jobs/ and
+    drivers/. jobs/inverted_index.py is exempt: the example downstream job imports
+    nothing of mrcrawl on purpose."""
+    import ast
+    import glob
+    import os
+    import re
+    from tests.conftest import ROOT
+    name = re.compile(r'^[a-z0-9%][a-z0-9_%]*_total$')
+    sources = {}
+    for path in glob.glob(os.path.join(ROOT, 'jobs', '**', '*.py'), recursive=True) + \
+            glob.glob(os.path.join(ROOT, 'drivers', '*.py')):
+        rel = os.path.relpath(path, ROOT)
+        if rel not in ('jobs/lib/counters.py', 'jobs/inverted_index.py'):
+            sources[rel] = open(path).read()
+    literals = sorted('%s:%d %s' % (rel, node.lineno, node.value)
+                      for rel, text in sources.items() for node in ast.walk(ast.parse(text))
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                      and name.match(node.value))
+    assert literals == []
+    constants = re.findall(r"^([A-Z][A-Z0-9_]*) = '",
+                           open(os.path.join(ROOT, 'jobs/lib/counters.py')).read(), re.M)
+    everything = '\n'.join(sources.values())
+    assert len(constants) > 100
+    assert [c for c in constants if not re.search(r'\bC\.%s\b' % c, everything)] == []

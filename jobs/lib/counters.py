@@ -171,9 +171,42 @@ WARC_PAYLOAD_NOT_VERBATIM = 'payload_not_verbatim_total'  #: body rebuilt from l
 # skipped_<status>_total (no response to archive: network_error, robots_denied, ...;
 # skipped_no_body_total: a page record without its body).
 
+WARC_SKIPPED_NO_BODY = 'skipped_no_body_total'  #: a page record without its body (MRWarc)
+
 # xml
 XML_DOCS = 'xml_documents_total'
 XML_DELETIONS = 'xml_deletions_total'   #: deletion documents (re-crawl: page gone)
+
+# merge: pages left out
+SKIPPED_NOINDEX = 'skipped_noindex_total'    #: noindex pages (meta robots, X-Robots-Tag)
+
+# inject (the driver: the seeds of a crawl or of a cycle)
+INJECT = 'inject'
+SEEDS = 'seeds_total'                 #: valid seed URLs
+SEEDS_BAD = 'seeds_bad_total'         #: seed lines that are not a fetchable URL
+SEED_HOSTS = 'seed_hosts_total'       #: distinct hosts of the seeds
+
+# current (MRCurrent: each URL's current fetch, from a crawl's second cycle on)
+CURRENT = 'current'
+CURRENT_PAGES = 'current_total'       #: URLs with a current fetch
+SUPERSEDED = 'superseded_total'       #: fetches a later definitive fetch replaced
+
+# delta (MRDelta: what changed since the last build)
+DELTA = 'delta'
+DELTA_ADDED = 'added_total'
+DELTA_CHANGED = 'changed_total'
+DELTA_UNCHANGED = 'unchanged_total'
+DELTA_DELETED = 'deleted_total'       #: also deleted_<reason>_total: :func:`deleted`
+
+# reparse (MRReparse: pages parsed again from their WARC records)
+REPARSE = 'reparse'
+REPARSED = 'reparsed_total'
+NOT_STORED = 'not_stored_total'       #: pages with no stored body (WARC off when fetched)
+
+# pagerank (MRPageRank)
+PAGERANK = 'pagerank'
+PAGERANK_NODES = 'nodes_total'
+
 
 
 def merge_steps(step_counters):
@@ -202,3 +235,13 @@ def sitemap_parsed(kind):
     """URL sources read: ``sitemap_urlset_total``, ``sitemap_sitemapindex_total``,
     ``sitemap_text_total``, ``sitemap_robots_total``."""
     return 'sitemap_%s_total' % kind
+
+
+def per(prefix, what):
+    """A counter named after a value: ``per('deleted', 'gone')`` -> ``deleted_gone_total``."""
+    return '%s_%s_total' % (prefix, what)
+
+
+def deleted(reason):
+    """``deleted_gone_total``, ``deleted_noindex_total``... (MRDelta)."""
+    return per('deleted', reason)

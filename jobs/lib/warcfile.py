@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from jobs.lib import encoding, records as R
+from jobs.lib import counters as C, encoding, records as R
 
 WARC_VERSION = 'WARC/1.1'
 PROFILE_IDENTICAL = 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest'
@@ -253,7 +253,7 @@ class Sink:
         ``skipped_<status>_total``)."""
         kind = plan(doc)
         if kind is None:
-            self.count('skipped_%s_total' % (doc.get('status') or 'unknown'), 1)
+            self.count(C.per('skipped', doc.get('status') or 'unknown'), 1)
             return None
         if self.warc is None:
             if self.remote:
@@ -267,14 +267,14 @@ class Sink:
             self.warc = WarcFile(self.tmp_path, self.name, self.prefix, self.info)
         done = self.warc.add(doc, user_agent, kind)
         for rtype, n in done['types'].items():
-            self.count('records_%s_total' % rtype, n)
+            self.count(C.per('records', rtype), n)
         if done['rebuilt']:
-            self.count('headers_rebuilt_total', 1)
+            self.count(C.WARC_HEADERS_REBUILT, 1)
         if not done['verbatim']:
-            self.count('payload_not_verbatim_total', 1)
+            self.count(C.WARC_PAYLOAD_NOT_VERBATIM, 1)
         if done['truncated']:
-            self.count('truncated_%s_total' % done['truncated'], 1)
-        self.count('%s_total' % done['kind'], 1)
+            self.count(C.per('truncated', done['truncated']), 1)
+        self.count(done['kind'] + '_total', 1)
         return {'warc_filename': self.filename, 'warc_record_offset': done['offset'],
                 'warc_record_length': done['length'],
                 'warc_type': 'response' if done['kind'] == RESPONSE else 'revisit'}
@@ -288,8 +288,8 @@ class Sink:
             commit_hdfs(self.tmp_path, self.folder, self.name, self.webhdfs_url, self.user)
         else:
             commit_local(self.tmp_path, self.folder, self.name)
-        self.count('files_total', 1)
-        self.count('bytes_total', size)
+        self.count(C.WARC_FILES, 1)
+        self.count(C.WARC_BYTES, size)
         self.warc = None
 
 
