@@ -33,9 +33,9 @@ import os
 import re
 import tomllib
 
+from jobs.lib import config
 from jobs.lib.config import ConfigError
 
-PROJECT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 FIELD_TYPES = ('text', 'int', 'float', 'date', 'list', 'url')
 _FIELD_KEYS = {'css', 'xpath', 'regex', 'attr', 'type', 'formats', 'required'}
@@ -188,9 +188,11 @@ def load_file(path):
 
 
 def _locate(entry):
+    """A relative entry is looked up in the current directory, then beside the installed
+    conf/ (the default, "conf/sites", names the sites shipped with mrcrawl)."""
     if os.path.isabs(entry) or os.path.exists(entry):
         return entry
-    return os.path.join(PROJECT_DIR, entry)
+    return os.path.join(os.path.dirname(config.CONF_DIR), entry)
 
 
 def load_all(entries):
@@ -221,7 +223,7 @@ def resolve(conf):
     The driver calls this once, after :func:`jobs.lib.config.load` and before writing
     OUT/conf.json. Returns *conf*. Raises :class:`SiteConfigError` (a ConfigError).
     """
-    conf['sites'] = load_all(conf['parse'].get('sites', []))
+    conf['sites'] = load_all(conf['parse']['sites'])
     return conf
 
 
