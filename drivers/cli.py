@@ -20,6 +20,7 @@ import sys
 from jobs.lib import config, sites
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports it
 
 
 def _add_crawl_options(p, depth_default=3):
@@ -174,13 +175,24 @@ def run_reparse(args):
     return 0
 
 
+#: The file that marks a folder as a demo crawl, which the next demo may replace.
+DEMO_MARKER = '.mrcrawl-demo'
+
+
 def run_demo(args):
     import os
     import shutil
     import tempfile
     from drivers.fixture_site import FixtureSite
-    if os.path.isdir(args.out):
-        shutil.rmtree(args.out)
+    marker = os.path.join(args.out, DEMO_MARKER)
+    if os.path.isdir(args.out) and os.listdir(args.out):
+        if not os.path.exists(marker):
+            print('mrcrawl: %s exists and is not a demo crawl: nothing was deleted; name '
+                  'another folder with --out' % args.out, file=sys.stderr)
+            return EXIT_USAGE
+        shutil.rmtree(args.out)      # the demo's own last crawl
+    os.makedirs(args.out, exist_ok=True)
+    open(marker, 'w').close()
     with FixtureSite() as site:
         fd, seeds = tempfile.mkstemp(prefix='mrcrawl-demo-seeds-', suffix='.txt')
         with os.fdopen(fd, 'w') as f:
@@ -227,17 +239,18 @@ def main(argv=None):
     if (getattr(args, 'depth', 0) or 0) < 0:
         print('mrcrawl: --depth must be >= 0', file=sys.stderr)
         return EXIT_USAGE
-    if args.command == 'crawl':
-        return run_crawl(args, args.seeds, args.out)
-    if args.command == 'demo':
-        return run_demo(args)
-    if args.command == 'recrawl':
-        return run_recrawl(args)
-    if args.command == 'reparse':
-        return run_reparse(args)
-    if args.command == 'db':
-        return run_db(args)
-    return EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        # mrjob's runners clean their temporary folders up as the interrupt unwinds
+        # them; the crawl resumes from its last finished step.
+        print('mrcrawl: interrupted; run the same command again to continue',
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out), 'demo': run_demo,
+            'recrawl': run_recrawl, 'reparse': run_reparse, 'db': run_db}
 
 
 if __name__ == '__main__':

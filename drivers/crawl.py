@@ -51,7 +51,7 @@ def local_runner_args():
 
     - ``--no-bootstrap-mrjob``: the local runner's tasks run this interpreter, which has
       mrjob installed; zipping mrjob for every job and importing it from the zip in every
-      task cost a third of a CPU-bound crawl's time (bench/README.md).
+      task is a large share of a CPU-bound crawl's time (bench/README.md).
     - ``--sort-bin`` with ``-S 64M``: the shuffle's sort (GNU sort, on the reducer key
       alone, stable, as mrjob's default) with a bounded buffer (unbounded, GNU sort's
       grows with the input: bench/crawldb_update.py). With ``--batch-size=256`` it merges
@@ -63,7 +63,7 @@ def local_runner_args():
 
 
 #: Task environment on every runner. setuptools replaces the stdlib's distutils (which
-#: mrjob 0.7.4 imports) with its own copy unless told not to; the copy costs ~0.1 s of
+#: mrjob 0.7.4 imports) with its own copy unless told not to, and the copy is loaded at
 #: every task's start-up.
 TASK_ENV_ARGS = ['--cmdenv', 'SETUPTOOLS_USE_DISTUTILS=stdlib']
 
@@ -115,7 +115,7 @@ class Crawl:
     @property
     def fused_parse(self):
         """fetch.parse: the fetch job parses and writes out/; no parse job, no doc/."""
-        return bool(self.conf['fetch'].get('parse', True))
+        return self.conf['fetch']['parse']
 
     def fetch_parse_steps(self, inputs, doc, out, args=(), plan_args=(), warc=None):
         """(kind, job, inputs, output, args) of a layer's fetch, warc and parse steps.
@@ -194,9 +194,9 @@ class Crawl:
         self.fs.mkdirs(tmp)
         self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
             json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in seeds.good))
-        step = {'counters': {'inject': {'seeds_total': len(seeds.good),
-                                        'seeds_bad_total': bad,
-                                        'seed_hosts_total': len({urls.host(u)
+        step = {'counters': {C.INJECT: {C.SEEDS: len(seeds.good),
+                                        C.SEEDS_BAD: bad,
+                                        C.SEED_HOSTS: len({urls.host(u)
                                                                  for u in seeds.good})}},
                 'seeds': seeds.as_dict(), 'seconds': 0.0}
         self.report.save_step('inject', step)
@@ -244,9 +244,12 @@ class Crawl:
             # The inline runner runs its tasks one after another: splitting for 2 cores
             # only adds tasks, each setting its job up again.
             runner_args = ['--num-cores', '1'] + runner_args
+        # --cleanup-on-failure ALL: mrjob keeps a failed (or interrupted) job's temporary
+        # folder by default; a crawl's can hold gigabytes, and the step's one-line error
+        # already says why it failed.
         return ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
                 self.fs.local_path(out) if self.runner != 'hadoop' else out,
-                ] + runner_args + list(extra_args) + list(inputs)
+                '--cleanup-on-failure', 'ALL'] + runner_args + list(extra_args) + list(inputs)
 
     @staticmethod
     def run_job(job_cls, args):
@@ -285,8 +288,8 @@ class Crawl:
         fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
         task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
         too. A resumed layer with a fetch plan keeps its reducers. (Hadoop: one_fetch_reducer.)"""
-        limit = self.conf.get('runner', {}).get('inline_fetch_max_urls', 0)
-        uber = self.conf.get('runner', {}).get('uber_max_bytes', 0)
+        limit = self.conf['runner']['inline_fetch_max_urls']
+        uber = self.conf['runner']['uber_max_bytes']
         return (self.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
                 and 0 < urls <= limit and hosts <= self.conf['fetch']['threads']
                 and hosts * self.FETCH_CPU_PER_PAGE <= self.conf['politeness']['delay']
@@ -340,6 +343,12 @@ class Crawl:
             raise CrawlError(str(e))
         finally:
             cycles.unlock()
+            self.drop_conf_file()      # also when interrupted: nothing left in /tmp
+
+    def drop_conf_file(self):
+        if self._conf_file:
+            os.remove(self._conf_file)
+            self._conf_file = None
 
     def _cycle(self, cycles, seeds_path, at):
         # report.html's plotting library loads while the first layer waits on the network.
@@ -356,7 +365,7 @@ class Crawl:
             cycle['cycle'], '' if new else ' (resumed)', first, self.depth))
         if cycle['cycle'] == 1:
             start = self.inject(seeds_path)['counters']['inject']
-            urls_in, hosts_in = start['seeds_total'], start.get('seed_hosts_total')
+            urls_in, hosts_in = start[C.SEEDS], start.get(C.SEED_HOSTS)
         else:
             start = self.cycle_generate(cycle, seeds_path)['counters'].get(C.GENERATE, {})
             urls_in, hosts_in = start.get(C.GENERATED, 0), start.get(C.GENERATED_HOSTS)
@@ -417,10 +426,10 @@ class Crawl:
             for L in layers:
                 step = self.run_step('reparse-%s-%s' % (build, L), MRReparse,
                                      [self.path('out', L)], self.path('reparsed', L), args)
-                c = step['counters'].get('reparse', {})
+                c = step['counters'].get(C.REPARSE, {})
                 self.progress('  layer %s: %d page(s) parsed again, %d without a stored '
-                              'body' % (L, c.get('reparsed_total', 0),
-                                        c.get('not_stored_total', 0)))
+                              'body' % (L, c.get(C.REPARSED, 0),
+                                        c.get(C.NOT_STORED, 0)))
             for L in layers:      # every layer parsed: swap them in
                 if self.fs.exists(self.path('reparsed', L)):
                     self.fs.rm(self.path('out', L))
@@ -602,10 +611,10 @@ class Crawl:
             self.run_step('delta-%s-xml' % build, MRHtmlToXml, [self.fs.join(d, 'records')],
                           self.fs.join(d, 'xml'))
             self.fs.rm(self.path('prev_merged'))
-            c = delta['counters'].get('delta', {})
+            c = delta['counters'].get(C.DELTA, {})
             self.progress('delta: %d added, %d changed, %d deleted, in %s' % (
-                c.get('added_total', 0), c.get('changed_total', 0),
-                c.get('deleted_total', 0), self.fs.join(d, 'xml')))
+                c.get(C.DELTA_ADDED, 0), c.get(C.DELTA_CHANGED, 0),
+                c.get(C.DELTA_DELETED, 0), self.fs.join(d, 'xml')))
         return {'merge': merge, 'xml': xml, 'index': index}
 
     def merge_group(self, outs):
@@ -629,7 +638,7 @@ class Crawl:
 
     @property
     def warc_enabled(self):
-        return bool(self.conf.get('warc', {}).get('enabled'))
+        return self.conf['warc']['enabled']
 
     def warc_args(self, prefix):
         """The arguments of MRWarc and of an archiving MRFetch: where the files go (an
@@ -698,7 +707,5 @@ class Crawl:
         except Exception as e:   # the crawl itself is done and saved; say why, go on
             log.warning('html report not written: %s: %s', type(e).__name__, e)
         self.fs.rm(self.path('tmp'))
-        if self._conf_file:
-            os.remove(self._conf_file)
-            self._conf_file = None
+        self.drop_conf_file()
         return report

@@ -7,23 +7,21 @@ The driver imports this module (through ``CrawlJob._runner_class``); tasks never
   - **the shuffle's sort never falls back to memory.** mrjob's ``LocalMRJobRunner``
     sorts each reducer's input with the ``sort`` binary and, if that fails (disk full,
     a bad ``--sort-bin``), logs an error and sorts the whole input in the driver's
-    memory instead. A soak crawl of 110k pages hit that: the merge's sort failed on a
-    full disk and the driver grew to 4.2 GB. A crawler must fail that step with the
-    reason instead: :class:`SortFailed`, which the driver reports as the step's failure
+    memory instead, which a crawl's merge on a full disk turns into a driver of several
+    GB (bench/README.md). A crawler must fail that step with the reason instead: :class:`SortFailed`, which the driver reports as the step's failure
     (its output never lands; the rerun redoes the step).
   - **splits are byte ranges, cut at line ends (and, for reducers, at key changes) and
     copied by the kernel** (``os.copy_file_range``), or the input file itself (a
     symbolic link) when a split is a whole file; the reducers' sorted input is split in
-    place (ranges copied out from its end, the file cut short behind them). mrjob reads every input line in
-    Python to cut splits, for the mappers and again for the reducers: on the cpu1x
-    benchmark's merge (0.9 GB of pages) ~1.5 s of the driver per job (py-spy), while
-    no task ran. One split per core instead of mrjob's two: each split is a task
-    process, and a task's start-up (interpreter, imports) is ~0.2 s.
+    place (ranges copied out from its end, the file cut short behind them). mrjob reads
+    every input line in Python to cut splits, for the mappers and again for the
+    reducers, while no task runs. One split per core instead of mrjob's two: each split
+    is a task process, and each pays the interpreter's start and the imports.
 
   - **tasks are forked, not executed.** mrjob starts every task as a new Python
     process (``python fetch.py --step-num=0 --reducer ...``), which imports mrjob and
-    the job's libraries again before it reads a line: 0.15-0.35 s of CPU a task, and
-    a crawl runs ~100 tasks (the merge alone 28). Here each task is a child forked from
+    the job's libraries again before it reads a line, and a crawl runs about a hundred
+    tasks. Here each task is a child forked from
     one *fork server* (``multiprocessing``'s forkserver: a clean single-threaded process
     started once per driver, which has imported mrjob and every job module) and runs the
     job in-process the way the inline runner does, with its own stdin, stdout, stderr,
@@ -37,7 +35,7 @@ The driver imports this module (through ``CrawlJob._runner_class``); tasks never
 
 - :class:`InlineRunner` (``-r inline``): each uncompressed input file is one map task's
   input where it is (a symbolic link). The inline runner runs its tasks one after
-  another, so splits buy nothing; the copies cost ~0.7 s of the polite benchmark's 57 s.
+  another, so splits buy nothing, and the copies would cost their time.
 """
 import atexit
 import importlib
@@ -379,6 +377,10 @@ class LocalRunner(_RangeSplits, LocalMRJobRunner):
                     pending.clear()
                     for proc, _ in running.values():
                         proc.terminate()
+        except BaseException:      # Ctrl-C in the driver: its tasks end with it
+            for proc, _ in running.values():
+                proc.terminate()
+            raise
         finally:
             for proc, recv in running.values():
                 proc.join()

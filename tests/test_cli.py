@@ -1,7 +1,10 @@
 """The mrcrawl command as a user meets it: errors are one line and exit status 2."""
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 from tests.conftest import ROOT
 
@@ -25,6 +28,25 @@ def test_missing_seeds_file_is_one_line_and_status_2(tmp_path):
     assert 'Traceback' not in res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and 'cannot read seeds file' in lines[0]
+
+
+def test_demo_replaces_only_its_own_folder(tmp_path):
+    """mrcrawl demo --out DIR deletes DIR only when a demo made it: a folder with
+    anything else in it is left alone (one line, status 2); the demo's own last crawl
+    is replaced."""
+    mine = tmp_path / 'work'
+    mine.mkdir()
+    (mine / 'notes.txt').write_text('keep me')
+    res = mrcrawl('demo', '--depth', '0', '--out', str(mine), '-r', 'inline')
+    assert res.returncode == 2 and 'Traceback' not in res.stderr
+    assert 'is not a demo crawl' in res.stderr.strip().splitlines()[0]
+    assert (mine / 'notes.txt').read_text() == 'keep me'
+    demo = tmp_path / 'demo'
+    for _ in range(2):
+        res = mrcrawl('demo', '--depth', '0', '--out', str(demo), '-r', 'inline')
+        assert res.returncode == 0, res.stderr
+        assert (demo / 'xml').is_dir() and (demo / '.mrcrawl-demo').exists()
+    assert len(json.loads((demo / 'report.json').read_text())['cycles']) == 1
 
 
 def test_unwritable_out_is_one_line_and_status_2(tmp_path):
@@ -70,3 +92,32 @@ def test_private_addresses_are_refused_by_default(site, tmp_path):
     assert res.returncode == 0, res.stderr
     assert site.requests == []
     assert 'filtered_private_address=1' in res.stdout
+
+
+def test_ctrl_c_prints_one_line_and_leaves_no_temporary_folders(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) in the middle
+    of a local-runner crawl: one line saying how to continue, exit status 130, no
+    traceback, and nothing left in the temporary folder (mrjob's, the tasks')."""
+    tmp = tmp_path / 'tmp'
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'drivers.cli', 'demo', '--depth', '3', '--out',
+         str(tmp_path / 'demo'), '-r', 'local'], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env=dict(os.environ, TMPDIR=str(tmp)))
+    try:
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:          # interrupt once layer 1 is under way
+            if 'layer 001' in line or time.monotonic() > deadline:
+                break
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert 'Traceback' not in err
+    assert err.strip().splitlines()[-1] == \
+        'mrcrawl: interrupted; run the same command again to continue'
+    assert os.listdir(tmp) == []
