@@ -1,8 +1,9 @@
 """Reading a seeds file: one URL per line; blank lines and ``#`` comments are skipped.
 
-Bad lines (not an absolute http(s) URL: relative, ftp:, javascript:, garbage, too long)
-are counted by reason and reported with their line numbers; good ones are normalised
-and de-duplicated.
+A URL may be followed by a comment (`` # ...``) or, as in Nutch's seed files, by a TAB
+and metadata, both ignored. Bad lines (not an absolute http(s) URL: relative, ftp:,
+javascript:, a space inside the URL, garbage, too long) are counted by reason and
+reported with their line numbers; good ones are normalised and de-duplicated.
 """
 from jobs.lib import urls
 
@@ -43,7 +44,11 @@ def read_seeds(path, max_url_length=2048, normalize=urls.normalize):
             if not line or line.startswith('#'):
                 report.skipped += 1
                 continue
-            text = line.split()[0]
+            text = line.split('\t', 1)[0].split(' #', 1)[0].strip()
+            if any(c.isspace() for c in text):
+                # "http://exa mple.com/" is not http://exa/ with a remark after it
+                report.reject(lineno, 'whitespace_in_url', line)
+                continue
             if urls.resolve(None, text) is None:
                 report.reject(lineno, 'not_absolute_url', line)
                 continue
