@@ -36,7 +36,7 @@ import time
 
 from drivers import fs as fslib
 from drivers.report import Report
-from jobs.lib import records as R
+from jobs.lib import counters as C, records as R
 
 log = logging.getLogger('mrcrawl')
 
@@ -96,7 +96,7 @@ def layers_from_steps(out, fs, conf):
             steps['generate'] = report.load_step('generate-%03d' % (layer + 1))
         steps = {k: v for k, v in steps.items() if not v.get('missing')
                  or k in ('fetch', 'optimize')}
-        urls_in = steps['fetch']['counters'].get('fetch', {}).get('urls_in_total', 0)
+        urls_in = steps['fetch']['counters'].get(C.FETCH, {}).get(C.URLS_IN, 0)
         rows.append(Report.layer_row(layer, urls_in, steps))
     return rows
 
@@ -247,7 +247,7 @@ def _figure(width=8.0, height=3.6, left=0.8, right=0.1, wspace=0.25, labels=()):
     """A figure with fixed margins (inches; *right* 1.9 leaves room for a legend
     outside the axes; a left margin for the longest of *labels*, y tick labels at 8
     pt). Fixed, not matplotlib's constrained layout: that measures every text on
-    every draw, and cost 1.1 s of the 1.5 s report.html took on a 1,300-page crawl."""
+    every draw, most of the report's time."""
     from matplotlib.figure import Figure    # no pyplot: no global state, Agg canvas
     fig = Figure(figsize=(width, height), dpi=100)
     if labels:

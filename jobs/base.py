@@ -216,7 +216,8 @@ class CrawlJob(MRJob):
 
     def _wrap_protocols(self, step_num, step_type):
         """mrjob's, with each output line written in one call (mrjob writes the record,
-        then the newline: two buffered writes a line, ~1 s of a job emitting 450k lines)."""
+        then the newline: two buffered writes a line, which a job emitting many lines
+        feels)."""
         read_lines, _ = super()._wrap_protocols(step_num, step_type)
         write = self.pick_protocols(step_num, step_type)[1]
         out = self.stdout

@@ -23,7 +23,7 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R
-from jobs.lib.records import now_iso  # not from fetcher: importing requests costs 0.2 s a task
+from jobs.lib.records import now_iso  # not from the fetcher: requests is a slow import
 
 _DB, _FETCH, _LINK, _RESOURCE = 0, 1, 2, 3
 

@@ -14,10 +14,9 @@ splitmix64 finaliser of its polynomial hash ``sum(cp[i] * P**i)`` modulo 2**64 (
 prefix sums and the inverse powers of the odd ``P``: the same value in every process
 and on every node); a shingle's hash is the finaliser of
 ``sum(word_hash[j] * MULTIPLIERS[j])`` modulo 2**64 over its words, so word order counts
-and every bit depends on every word. On 300 benchmark pages (2,800 words a page, one
-process, back to back): 0.28 ms a page where version 2 (a BLAKE2b call per distinct
-word, the words found by ``re.findall``) took 0.77 ms; version 1 (BLAKE2b per shingle)
-took 2.7 ms. A fingerprint carries the version it was made with; MRMerge hashes a text
+and every bit depends on every word. It is several times faster than version 2 (a
+BLAKE2b call per distinct word, the words found by ``re.findall``) and version 1
+(BLAKE2b per shingle): bench/README.md. A fingerprint carries the version it was made with; MRMerge hashes a text
 again when the version differs.
 
 Banding: cut the 64 bits into ``k + 1`` bands. Two fingerprints that differ in at most
