@@ -36,6 +36,13 @@ The driver imports this module (through ``CrawlJob._runner_class``); tasks never
 - :class:`InlineRunner` (``-r inline``): each uncompressed input file is one map task's
   input where it is (a symbolic link). The inline runner runs its tasks one after
   another, so splits buy nothing, and the copies would cost their time.
+
+**Couplings to internals** are kept here and in drivers/hadoop.py: these classes
+override private methods of mrjob 0.7.4's runners (pinned in setup.cfg;
+tests/test_jobs.py fails if one of them is no longer mrjob's), use mrjob.local's
+``_TaskFailedException``, and stop CPython's fork server through its private
+``_stop`` (guarded: a Python without it only skips the wait, see
+:func:`_stop_fork_server`).
 """
 import atexit
 import importlib

@@ -368,3 +368,25 @@ def test_a_failed_or_killed_forked_task_fails_the_step(conf_file, tmp_path, how,
     with pytest.raises(StepFailedException, match=reason):
         _probe(conf_file, tmp_path, ['http://h/%d' % i for i in range(50)] +
                ['http://h/' + how])
+
+
+def test_runners_override_only_what_mrjob_0_7_4_has():
+    """mrcrawl's runners (jobs/runners.py, drivers/hadoop.py) override private members of
+    mrjob's runners. If mrjob renamed one, the override would silently never run: every
+    private method they define is either one of mrjob's (found in its classes) or one of
+    their own helpers, listed here. mrjob is pinned (setup.cfg) for the same reason."""
+    import mrjob
+    from drivers import hadoop
+    from jobs import runners
+    own_helpers = {'_fork_tasks', '_mapper_split_size', '_place_split', '_split_dest',
+                   '_small_job', '_within_uber_limit', '_combined', '_ran_uber'}
+    assert mrjob.__version__ == '0.7.4'
+    for cls in (runners.LocalRunner, runners.InlineRunner, hadoop.HadoopRunner,
+                hadoop.StagedInlineRunner):
+        bases = [k for k in cls.__mro__ if k.__module__.startswith('mrjob')]
+        ours = {n for k in cls.__mro__ if not k.__module__.startswith('mrjob')
+                for n in vars(k) if n.startswith('_') and not n.startswith('__')}
+        overrides = ours - own_helpers
+        assert overrides, cls
+        assert [n for n in sorted(overrides)
+                if not any(n in vars(b) for b in bases)] == [], cls
