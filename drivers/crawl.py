@@ -110,6 +110,7 @@ class Crawl:
         self.fs = fslib.for_path(self.out)
         self.report = Report(self.out, self.fs, conf, depth, runner)
         self._conf_file = None
+        self._seeds = None            # (path, SeedReport) once read
         self._next_fetch_at = 0.0     # monotonic time the next layer's fetch may start
 
     @property
@@ -163,21 +164,31 @@ class Crawl:
         with os.fdopen(fd, 'w') as f:
             f.write(text)
 
+    def parse_seeds(self, seeds_path):
+        """The seeds file read once per run (CrawlError if it cannot be read or holds no
+        valid URL): before a new crawl's folder is made, so a failed start leaves none."""
+        if self._seeds is None or self._seeds[0] != seeds_path:
+            try:
+                seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'],
+                                   normalize=urls.normalizer(self.conf))
+            except OSError as e:
+                raise CrawlError('cannot read seeds file %s: %s' % (
+                    seeds_path, e.strerror or e))
+            if not seeds.good:
+                raise CrawlError('no valid seed URL in %s (%d bad line(s))' % (
+                    seeds_path, sum(seeds.bad.values())))
+            self._seeds = (seeds_path, seeds)
+        return self._seeds[1]
+
     def read_seeds(self, seeds_path):
         """The good seed URLs of a seeds file; bad lines reported; none is an error."""
-        try:
-            seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'],
-                               normalize=urls.normalizer(self.conf))
-        except OSError as e:
-            raise CrawlError('cannot read seeds file %s: %s' % (seeds_path, e.strerror or e))
+        seeds = self.parse_seeds(seeds_path)
         bad = sum(seeds.bad.values())
         if bad:
             self.progress('seeds: %d bad line(s) skipped: %s' % (bad, ', '.join(
                 '%s=%d' % kv for kv in sorted(seeds.bad.items()))))
             for ex in seeds.examples[:5]:
                 self.progress('  line %d (%s): %s' % (ex[0], ex[1], ex[2]))
-        if not seeds.good:
-            raise CrawlError('no valid seed URL in %s (%d bad line(s))' % (seeds_path, bad))
         return seeds
 
     def inject(self, seeds_path):
@@ -321,6 +332,8 @@ class Crawl:
         crawl. The first cycle starts from *seeds_path*; a later one from what the
         crawl database holds that is new within the depth or due at *at* (default:
         now), plus the seeds it does not know. An unfinished cycle is resumed."""
+        if seeds_path is not None and not self.fs.exists(self.out):
+            self.parse_seeds(seeds_path)
         with self.locked() as cycles:
             return self._cycle(cycles, seeds_path, at)
 
@@ -381,6 +394,7 @@ class Crawl:
             row = self.report.layer_row(layer, urls_in, steps)
             cycle['layers'] = [r for r in cycle['layers'] if r['layer'] != layer] + [row]
             cycles.save(cycle)
+            self.progress(self.report.format_header())     # the row's column names
             self.progress(self.report.format_row(row))
             if 'generate' not in steps:
                 break

@@ -28,6 +28,14 @@ def test_missing_seeds_file_is_one_line_and_status_2(tmp_path):
     assert 'Traceback' not in res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and 'cannot read seeds file' in lines[0]
+    assert not (tmp_path / 'out').exists()          # a failed start leaves no folder
+    (tmp_path / 'empty.txt').write_text('# nothing\n')
+    for seeds, why in ((tmp_path / 'empty.txt', 'no valid seed URL'),
+                       (tmp_path, 'cannot read seeds file')):
+        res = mrcrawl('crawl', '--seeds', str(seeds), '--depth', '1',
+                      '--out', str(tmp_path / 'out'), '-r', 'inline')
+        assert res.returncode == 2 and why in res.stderr.strip().splitlines()[-1]
+        assert not (tmp_path / 'out').exists()
 
 
 def test_demo_replaces_only_its_own_folder(tmp_path):
