@@ -11,6 +11,17 @@ import shutil
 import tempfile
 
 
+def _read_umask():
+    """The process's umask (os.umask can only be read by setting it: read once, at import,
+    before the driver starts threads that create files)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
 class LocalFS:
     """Plain local folders."""
 
@@ -38,6 +49,9 @@ class LocalFS:
         fd, tmp = tempfile.mkstemp(dir=d, prefix='.tmp-')
         with os.fdopen(fd, 'w', encoding='utf-8') as f:
             f.write(text)
+        # mkstemp makes it 0600; the crawl's other files follow the umask (part files
+        # are 0644 with the usual 022), and so does this one.
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
 
     def read_text(self, path):

@@ -210,3 +210,16 @@ def test_counter_names_live_in_counters_py_only():
     everything = '\n'.join(sources.values())
     assert len(constants) > 100
     assert [c for c in constants if not re.search(r'\bC\.%s\b' % c, everything)] == []
+
+
+def test_bookkeeping_files_follow_the_umask_like_part_files(tmp_path):
+    """LocalFS.write_text replaces a file atomically through mkstemp (mode 0600); the
+    file it leaves (report.json, state.json...) has the mode any other file the crawl
+    writes gets, as a part file written by open()."""
+    import os
+    from drivers.fs import LocalFS
+    LocalFS().write_text(str(tmp_path / 'report.json'), '{}')
+    with open(tmp_path / 'part-00000', 'w') as f:
+        f.write('x')
+    mode = os.stat(tmp_path / 'report.json').st_mode & 0o777
+    assert mode == os.stat(tmp_path / 'part-00000').st_mode & 0o777
