@@ -12,6 +12,9 @@ ARGS   ?=
 
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# The test extras (pytest, hypothesis, duckdb, atheris) on top: only the test and fuzz
+# targets need them, so `make crawl` does not install them.
+TEST_STAMP := $(VENV)/.installed-test
 
 .DEFAULT_GOAL := help
 .PHONY: help venv crawl recrawl demo test test-fast bench-parse fuzz hadoop-up hadoop-down clean
@@ -22,6 +25,10 @@ help:  ## Show this help
 $(STAMP): setup.cfg setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $@
 
@@ -36,17 +43,17 @@ recrawl: $(STAMP)  ## The next cycle of OUT without seeds: due pages, new links;
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
 	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
 
-test: $(STAMP)  ## Run every test: starts the test Hadoop (2 worker nodes), runs pytest, stops it
+test: $(TEST_STAMP)  ## Run every test: starts the test Hadoop (2 worker nodes), runs pytest, stops it
 	bash hadoop/up.sh || { rc=$$?; bash hadoop/down.sh; exit $$rc; }
 	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
 
-test-fast: $(STAMP)  ## Run the tests that need no Hadoop (quick, for development)
+test-fast: $(TEST_STAMP)  ## Run the tests that need no Hadoop (quick, for development)
 	$(BIN)/python -m pytest -m 'not hadoop' tests
 
 bench-parse: $(STAMP)  ## HTML parse + link extraction speed on the python3-doc manual (target >= 30 MB/s per core)
 	$(BIN)/python bench/parse_speed.py --compare
 
-fuzz: $(STAMP)  ## Fuzz the HTML-to-records path with atheris (FUZZ_SECONDS, default 600)
+fuzz: $(TEST_STAMP)  ## Fuzz the HTML-to-records path with atheris (FUZZ_SECONDS, default 600)
 	mkdir -p fuzz/corpus && $(BIN)/python fuzz/fuzz_parse.py -max_total_time=$(or $(FUZZ_SECONDS),600) -rss_limit_mb=2048 -max_len=65536 -timeout=20 fuzz/corpus fuzz/seeds
 
 hadoop-up:  ## Assemble (once, with Maven) and start a Hadoop on loopback (2 worker nodes)
