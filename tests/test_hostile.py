@@ -1,4 +1,4 @@
-"""The crawler against a hostile web (drivers/hostile_site.py) and hostile input:
+"""The crawler against a hostile web (tests/hostile_site.py) and hostile input:
 every fault ends in a status within its time and memory bounds and no URL is lost;
 private addresses and other schemes are refused and counted; no XML entity is
 resolved; configuration files are data; a full disk mid-crawl is one clear error."""
@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from drivers.fixture_site import FixtureSite
-from drivers.hostile_site import HostileSite
+from tests.hostile_site import HostileSite
 from jobs.fetch import MRFetch
 from jobs.lib import config, extract, fetcher, html, netpolicy, records as R, sitemaps, \
     sites, urls, xmlpage
