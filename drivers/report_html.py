@@ -400,21 +400,17 @@ def _table(head, rows, left=()):
     return ''.join(parts)
 
 
-def render(data, pngs):
-    e = html.escape
-    rep = data['report']
-    body = ['<h1>Crawl report: %s</h1>' % e(data['out'])]
-    facts = []
-    for key, label in (('runner', 'runner'), ('depth', 'depth'),
-                       ('finished_at', 'finished')):
-        if key in rep:
-            facts.append('%s %s' % (label, e(str(rep[key]))))
-    facts.append('politeness.delay %s s' % e(_fmt(data['delay'], 2)))
-    body.append('<p>%s</p>' % ', '.join(facts))
-    for note in data['notes']:
-        body.append('<p class="note">Note: %s</p>' % e(note))
+def _img(pngs, name, alt):
+    """The chart *name* as an embedded PNG, or nothing when it was not drawn."""
+    if name not in pngs:
+        return []
+    return ['<img alt="%s" src="data:image/png;base64,%s">' % (
+        html.escape(alt), base64.b64encode(pngs[name]).decode('ascii'))]
 
-    body.append('<h2>Per layer</h2>')
+
+def _layers_section(data, pngs):
+    e = html.escape
+    body = ['<h2>Per layer</h2>']
     rows = data['rows']
     if not rows:
         body.append('<p>No layer has finished yet.</p>')
@@ -445,62 +441,83 @@ def render(data, pngs):
     for name, alt in (('status', 'URLs by status per layer'), ('volume', 'bytes and new URLs'),
                       ('duplicates', 'duplicate rate per layer'),
                       ('time', 'fetch time against the politeness bound')):
-        if name in pngs:
-            body.append('<img alt="%s" src="data:image/png;base64,%s">' % (
-                e(alt), base64.b64encode(pngs[name]).decode('ascii')))
+        body += _img(pngs, name, alt)
+    return body
 
-    body.append('<h2>Slowest hosts and what stopped them</h2>')
+
+def _hosts_section(data, pngs):
+    e = html.escape
+    body = ['<h2>Slowest hosts and what stopped them</h2>']
     slow = (data['hosts'] or {}).get('slowest') or []
     if not slow:
-        body.append('<p>n/a (no hosts/ data).</p>')
-    else:
-        if 'hosts' in pngs:
-            body.append('<img alt="slowest hosts" src="data:image/png;base64,%s">'
-                        % base64.b64encode(pngs['hosts']).decode('ascii'))
-        table = []
-        for h in slow:
-            others = ', '.join('%s %d' % (s, h[s]) for s in R.FETCH_STATUSES
-                               if s != R.FETCH_FETCHED and h.get(s))
-            reasons = ', '.join('%s %d' % kv for kv in sorted(h['reasons'].items()))
-            table.append(['%03d' % h['layer'], e(h['host'] or ''), _fmt(h.get('urls')),
-                          _fmt(h.get(R.FETCH_FETCHED)), _fmt(h.get('elapsed'), 2),
-                          _fmt((h.get('urls') or 0) * data['delay']
-                               if data['delay'] is not None else None),
-                          e(others) or '-', e(reasons) or '-'])
-        body.append(_table(['layer', 'host', 'URLs', 'fetched', 'fetch s (sum)', 'bound s',
-                            'not fetched', 'reasons'], table, left=(1, 6, 7)))
+        return body + ['<p>n/a (no hosts/ data).</p>']
+    body += _img(pngs, 'hosts', 'slowest hosts')
+    table = []
+    for h in slow:
+        others = ', '.join('%s %d' % (s, h[s]) for s in R.FETCH_STATUSES
+                           if s != R.FETCH_FETCHED and h.get(s))
+        reasons = ', '.join('%s %d' % kv for kv in sorted(h['reasons'].items()))
+        table.append(['%03d' % h['layer'], e(h['host'] or ''), _fmt(h.get('urls')),
+                      _fmt(h.get(R.FETCH_FETCHED)), _fmt(h.get('elapsed'), 2),
+                      _fmt((h.get('urls') or 0) * data['delay']
+                           if data['delay'] is not None else None),
+                      e(others) or '-', e(reasons) or '-'])
+    body.append(_table(['layer', 'host', 'URLs', 'fetched', 'fetch s (sum)', 'bound s',
+                        'not fetched', 'reasons'], table, left=(1, 6, 7)))
+    return body
 
-    body.append('<h2>Error classes</h2>')
+
+def _errors_section(data, pngs):
+    e = html.escape
+    body = ['<h2>Error classes</h2>']
     if not data['index']:
-        body.append('<p>n/a (no index/).</p>')
-    elif not data['errors']:
-        body.append('<p>None: every URL was fetched, not modified or denied by '
-                    'robots.txt.</p>')
-    else:
-        if 'errors' in pngs:
-            body.append('<img alt="error classes" src="data:image/png;base64,%s">'
-                        % base64.b64encode(pngs['errors']).decode('ascii'))
-        body.append(_table(['status', 'reason', 'URLs', 'examples'], [
-            [e(k[0]), e(k[1] or '-'), _fmt(v['urls']),
-             '<br>'.join('<code>%s</code>' % e(u) for u in v['examples'])]
-            for k, v in data['errors']], left=(0, 1, 3)))
+        return body + ['<p>n/a (no index/).</p>']
+    if not data['errors']:
+        return body + ['<p>None: every URL was fetched, not modified or denied by '
+                       'robots.txt.</p>']
+    body += _img(pngs, 'errors', 'error classes')
+    body.append(_table(['status', 'reason', 'URLs', 'examples'], [
+        [e(k[0]), e(k[1] or '-'), _fmt(v['urls']),
+         '<br>'.join('<code>%s</code>' % e(u) for u in v['examples'])]
+        for k, v in data['errors']], left=(0, 1, 3)))
+    return body
 
-    body.append('<h2>robots.txt denials</h2>')
+
+def _robots_section(data):
+    e = html.escape
+    body = ['<h2>robots.txt denials</h2>']
     if not data['index']:
-        body.append('<p>n/a (no index/).</p>')
-    elif not data['robots']:
-        body.append('<p>None.</p>')
-    else:
-        body.append(_table(['reason', 'URLs', 'examples'], [
-            [e(k[1] or '-'), _fmt(v['urls']),
-             '<br>'.join('<code>%s</code>' % e(u) for u in v['examples'])]
-            for k, v in data['robots']], left=(0, 2)))
-        denied = (data['hosts'] or {}).get('denied') or []
-        if denied:
-            body.append(_table(['layer', 'host', 'URLs denied', 'of URLs'], [
-                ['%03d' % h['layer'], e(h['host'] or ''), _fmt(h[R.FETCH_ROBOTS_DENIED]),
-                 _fmt(h.get('urls'))] for h in denied], left=(1,)))
+        return body + ['<p>n/a (no index/).</p>']
+    if not data['robots']:
+        return body + ['<p>None.</p>']
+    body.append(_table(['reason', 'URLs', 'examples'], [
+        [e(k[1] or '-'), _fmt(v['urls']),
+         '<br>'.join('<code>%s</code>' % e(u) for u in v['examples'])]
+        for k, v in data['robots']], left=(0, 2)))
+    denied = (data['hosts'] or {}).get('denied') or []
+    if denied:
+        body.append(_table(['layer', 'host', 'URLs denied', 'of URLs'], [
+            ['%03d' % h['layer'], e(h['host'] or ''), _fmt(h[R.FETCH_ROBOTS_DENIED]),
+             _fmt(h.get('urls'))] for h in denied], left=(1,)))
+    return body
 
+
+def render(data, pngs):
+    """report.html: the crawl's facts, then one section per table (with its chart)."""
+    e = html.escape
+    rep = data['report']
+    body = ['<h1>Crawl report: %s</h1>' % e(data['out'])]
+    facts = []
+    for key, label in (('runner', 'runner'), ('depth', 'depth'),
+                       ('finished_at', 'finished')):
+        if key in rep:
+            facts.append('%s %s' % (label, e(str(rep[key]))))
+    facts.append('politeness.delay %s s' % e(_fmt(data['delay'], 2)))
+    body.append('<p>%s</p>' % ', '.join(facts))
+    for note in data['notes']:
+        body.append('<p class="note">Note: %s</p>' % e(note))
+    body += _layers_section(data, pngs) + _hosts_section(data, pngs)
+    body += _errors_section(data, pngs) + _robots_section(data)
     merge = rep.get('merge')
     if merge:
         body.append('<h2>Merge</h2><p>%d distinct pages; duplicates folded: exact %d, '
