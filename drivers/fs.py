@@ -8,18 +8,7 @@ through WebHDFS (the ``hdfs`` package), never a JVM per call.
 import contextlib
 import os
 import shutil
-import tempfile
-
-
-def _read_umask():
-    """The process's umask (os.umask can only be read by setting it: read once, at import,
-    before the driver starts threads that create files)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
+import uuid
 
 
 class LocalFS:
@@ -46,12 +35,11 @@ class LocalFS:
     def write_text(self, path, text):
         """Atomically replace *path* with *text*."""
         d = os.path.dirname(path) or '.'
-        fd, tmp = tempfile.mkstemp(dir=d, prefix='.tmp-')
-        with os.fdopen(fd, 'w', encoding='utf-8') as f:
+        # A new file under a unique name, made by open() as every other file of the
+        # crawl is (mode 0666 less the umask; mkstemp's would be 0600).
+        tmp = os.path.join(d, '.tmp-' + uuid.uuid4().hex)
+        with open(tmp, 'x', encoding='utf-8') as f:
             f.write(text)
-        # mkstemp makes it 0600; the crawl's other files follow the umask (part files
-        # are 0644 with the usual 022), and so does this one.
-        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, path)
 
     def read_text(self, path):
