@@ -356,10 +356,7 @@ class Crawl:
             raise CrawlError(str(e))
         finally:
             cycles.unlock()
-            self.drop_conf_file()      # also when interrupted: nothing left in /tmp
-
-    def drop_conf_file(self):
-        if self._conf_file:
+            # The jobs' settings file goes with the lock, also when interrupted.
             os.remove(self._conf_file)
             self._conf_file = None
 
@@ -709,7 +706,7 @@ class Crawl:
                 self.fs.rm(self.path('crawldb', name))
 
     def finish(self, cycles, merge=None, xml=None, stopped=False, index=None):
-        """report.json (every cycle's layers) and report.html; the temporary files go."""
+        """report.json (every cycle's layers) and report.html; OUT/tmp goes."""
         done = cycles.all()
         build = self.built() if merge is not None else None
         report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build)
@@ -721,5 +718,4 @@ class Crawl:
         except Exception as e:   # the crawl itself is done and saved; say why, go on
             log.warning('html report not written: %s: %s', type(e).__name__, e)
         self.fs.rm(self.path('tmp'))
-        self.drop_conf_file()
         return report
