@@ -35,6 +35,7 @@ Run alone::
 
     python -m jobs.fetch --crawl-conf crawl/conf.json --layer 0 crawl/in/000 -o /tmp/doc
 """
+import contextlib
 import os
 import queue
 import threading
@@ -169,11 +170,8 @@ class MRFetch(CrawlJob):
 
     def reducer_fetch_host(self, _, values):
         """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
-        try:
+        with self._cancel_on_error():
             yield from self._fetch_bin(values)
-        except BaseException:
-            self._cancel()
-            raise
 
     def _fetch_bin(self, values):
         by_key = {}
@@ -195,12 +193,9 @@ class MRFetch(CrawlJob):
 
     def reducer_final_drain(self):
         """Wait for the keys still running and emit their records."""
-        try:
+        with self._cancel_on_error():
             while self.active:
                 yield from self._drain(block=True)
-        except BaseException:
-            self._cancel()
-            raise
         self.pool.shutdown()
         if self.warc is not None:
             self.warc.commit()
@@ -209,12 +204,17 @@ class MRFetch(CrawlJob):
         for name, n in sorted(self.stats.items()):
             self.count(name, n)
 
-    def _cancel(self):
-        """The task ends early (an interrupt, a failure downstream): the threads stop
+    @contextlib.contextmanager
+    def _cancel_on_error(self):
+        """If the task ends early (an interrupt, a failure downstream), the threads stop
         after their current request instead of fetching their keys to the end, and the
         keys not started are dropped; their URLs are in no output, and the step reruns."""
-        self.cancelled.set()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            yield
+        except BaseException:
+            self.cancelled.set()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
     def _put(self, item):
         """Hand a result to the reducer's thread; give up once the task is cancelled
