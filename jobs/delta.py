@@ -118,7 +118,7 @@ class MRDelta(CrawlJob):
         reason = (current[1] if current and current[1] else None) or (
             'duplicate' if folded else 'removed')
         self.count(C.DELTA_DELETED)
-        self.count(C.deleted(reason))
+        self.count(C.per('deleted', reason))
         yield None, {'kind': 'deletion', 'url': url, 'reason': reason,
                      'duplicate_of': folded,
                      'http_status': current[2] if current else None,

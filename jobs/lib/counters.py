@@ -196,7 +196,7 @@ DELTA = 'delta'
 DELTA_ADDED = 'added_total'
 DELTA_CHANGED = 'changed_total'
 DELTA_UNCHANGED = 'unchanged_total'
-DELTA_DELETED = 'deleted_total'       #: also deleted_<reason>_total: :func:`deleted`
+DELTA_DELETED = 'deleted_total'       #: also deleted_<reason>_total: per('deleted', reason)
 
 # reparse (MRReparse: pages parsed again from their WARC records)
 REPARSE = 'reparse'
@@ -228,20 +228,16 @@ def status(job, status_name, reason=None):
 
 def link_rejected(reason):
     """Name for a link dropped by parsing/filters, e.g. ``link_rejected_scheme_total``."""
-    return 'link_rejected_%s_total' % reason
+    return per('link_rejected', reason)
 
 
 def sitemap_parsed(kind):
     """URL sources read: ``sitemap_urlset_total``, ``sitemap_sitemapindex_total``,
     ``sitemap_text_total``, ``sitemap_robots_total``."""
-    return 'sitemap_%s_total' % kind
+    return per('sitemap', kind)
 
 
 def per(prefix, what):
     """A counter named after a value: ``per('deleted', 'gone')`` -> ``deleted_gone_total``."""
     return '%s_%s_total' % (prefix, what)
 
-
-def deleted(reason):
-    """``deleted_gone_total``, ``deleted_noindex_total``... (MRDelta)."""
-    return per('deleted', reason)
