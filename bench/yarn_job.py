@@ -14,32 +14,24 @@ and reduce task seconds, uber or not.
 """
 import argparse
 import json
-import os
 import sys
 import time
-import urllib.request
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from yarn_anatomy import JHS, ROOT, as_list, rest     # the JobHistoryServer's REST API
+
 sys.path.insert(0, ROOT)
 
-JHS = os.environ.get('MRCRAWL_JHS_URL', 'http://127.0.0.1:19888')
-
-
-def rest(path):
-    with urllib.request.urlopen(JHS + '/ws/v1/history/mapreduce/jobs' + path, timeout=30) as r:
-        return json.load(r)
+JOBS = JHS + '/ws/v1/history/mapreduce/jobs'
 
 
 def jobs_since(ms):
-    found = (rest('').get('jobs') or {}).get('job') or []
-    found = found if isinstance(found, list) else [found]
+    found = as_list((rest(JOBS).get('jobs') or {}).get('job') or [])
     return sorted((j for j in found if j['startTime'] >= ms), key=lambda j: j['startTime'])
 
 
 def describe(job):
-    tasks = rest('/%s/tasks' % job['id'])['tasks']['task']
-    tasks = tasks if isinstance(tasks, list) else [tasks]
-    detail = rest('/' + job['id'])['job']
+    tasks = as_list(rest('%s/%s/tasks' % (JOBS, job['id']))['tasks']['task'])
+    detail = rest('%s/%s' % (JOBS, job['id']))['job']
     return {'job': job['name'], 'wall': round((job['finishTime'] - job['startTime']) / 1e3, 1),
             'submit_to_start': round((detail['startTime'] - detail['submitTime']) / 1e3, 1),
             'maps': [round(t['elapsedTime'] / 1e3, 1) for t in tasks if t['type'] == 'MAP'],
