@@ -1,33 +1,26 @@
-"""The crawl loop (Nutch's bin/crawl, as MapReduce jobs run through mrjob).
+"""The crawl loop (Nutch's bin/crawl), calling the design's five drivers.
 
-    seeds -> in/000
+    seeds -> in/000                                     (inject)
     for each layer L = 0 .. depth:
-        plan      in/L                      -> plan/L      (MRPlanFetch: which reducer
-                                                                      owns which big host)
-        fetch     in/L (+ plan/L)           -> out/L       (MRFetch, CrawlerDriver; it parses
-                                                                      each page: fetch.parse)
-          or, with fetch.parse = false:
-        fetch     in/L (+ plan/L)           -> doc/L       (MRFetch: documents with bodies)
-        warc      out/L or doc/L            -> warc/*.warc.gz + warc_index/L  (MRWarc,
-                                                                      warc.enabled only)
-        parse     doc/L                     -> out/L       (MRParse, ParserDriver)
-        optimize  crawldb/L-1 + out/L       -> crawldb/L   (MROptimize, OptimizerDriver)
-        pagerank  crawldb/L + out/0..L      -> pagerank/L  (MRPageRank; strategy pagerank,
-                                                                      every K layers)
-        generate  crawldb/L (+ pagerank)    -> in/L+1      (MRGenerate, OptimizerDriver)
+        CrawlerDriver.fetch      in/L  -> out/L (or doc/L)  drivers/crawler_driver.py
+        ParserDriver.parse       doc/L -> out/L             drivers/parser_driver.py
+        OptimizerDriver.update   out/L -> crawldb/L         drivers/optimizer_driver.py
+        OptimizerDriver.generate crawldb/L -> in/L+1
         stop when L = depth, when in/L+1 is empty, or when OUT/STOP exists
-    merge   out/* -> merge_map/  (MRMerge: who folds into whom, on summaries; the anchor
-            texts of the links to each page, Nutch's invertlinks, in its first shuffle)
-    index   out/* + merge_map/ -> index/, hosts/  (MRIndexRows, then Parquet: drivers/index.py;
-            here, while out/ is still in the page cache from MRMerge)
-    mergejoin merge_map/ + out/* -> merged/  (MRMergeJoin: the page text joined once)
-    xml     merged/   -> xml/      (MRHtmlToXml, HtmlToXmlDriver)
-    finish: report.json, report.html (drivers/report_html.py)
+    MergeDriver.merge            out/* -> merged/, index/   drivers/merge_driver.py
+    HtmlToXmlDriver.xml          merged/ -> xml/            drivers/html_to_xml_driver.py
+    finish: report.json, report.html (drivers/report.py, drivers/report_html.py)
+
+Each driver runs its MapReduce jobs for a layer (each module's docstring lists them);
+the drivers organise the code, not the job boundaries: with fetch.parse on, the parse
+runs inside the fetch job. A cycle (drivers/cycles.py) is this loop once; rerunning
+`mrcrawl crawl` on a finished crawl starts the next one.
 
 Each step writes to OUT/tmp/<step> and is renamed into place only when it succeeded,
 after its counters were saved in OUT/steps/<step>.json. A step whose output folder
-exists is done, so rerunning the same command after a crash continues from the last
-completed step and fetches nothing twice.
+exists is done, and a layer whose summary row is saved is skipped, so rerunning the
+same command after a crash continues from the last completed step and fetches nothing
+twice.
 """
 import contextlib
 import json
@@ -38,7 +31,12 @@ import threading
 import time
 
 from drivers import fs as fslib, hadoop
+from drivers.crawler_driver import CrawlerDriver
 from drivers.cycles import Cycles, FolderError, LockHeld, layer_rows
+from drivers.html_to_xml_driver import HtmlToXmlDriver
+from drivers.merge_driver import MergeDriver
+from drivers.optimizer_driver import OptimizerDriver
+from drivers.parser_driver import ParserDriver
 from drivers.report import Report
 from drivers.seeds import read_seeds
 from jobs.lib import counters as C, urls
@@ -76,18 +74,16 @@ def _preload_report_libraries():
         pass
 
 
-def _merge_step(group, join):
-    """The report's merge: MRMerge's and MRMergeJoin's counters and seconds."""
-    return {'counters': dict(group['counters'], **join['counters']),
-            'seconds': round(group['seconds'] + join['seconds'], 3)}
-
-
 class CrawlError(Exception):
     """A failure the user can act on: printed as one line, exit status 2."""
 
 
 class StepFailed(CrawlError):
     pass
+
+
+class Stopped(Exception):
+    """The STOP file ended the layer after the step it names."""
 
 
 def _layer(n):
@@ -111,36 +107,16 @@ class Crawl:
         self.report = Report(self.out, self.fs, conf, depth, runner)
         self._conf_file = None
         self._seeds = None            # (path, SeedReport) once read
-        self._next_fetch_at = 0.0     # monotonic time the next layer's fetch may start
+        self.crawler = CrawlerDriver(self)
+        self.parser = ParserDriver(self)
+        self.optimizer = OptimizerDriver(self)
+        self.merger = MergeDriver(self)
+        self.html_to_xml = HtmlToXmlDriver(self)
 
     @property
     def fused_parse(self):
         """fetch.parse: the fetch job parses and writes out/; no parse job, no doc/."""
         return self.conf['fetch']['parse']
-
-    def fetch_parse_steps(self, inputs, doc, out, args=(), plan_args=(), warc=None):
-        """(kind, job, inputs, output, args) of a layer's fetch, warc and parse steps.
-
-        *warc*: (its warc_index folder, the file-name prefix), used with warc.enabled:
-        a fetch that parses writes the WARC files itself (the raw bodies' store, no job
-        of its own); with fetch.parse = false MRWarc archives doc/. A layer whose doc/
-        a run with fetch.parse = false left is finished that way (resumed: nothing is
-        fetched twice).
-        """
-        from jobs.fetch import MRFetch
-        from jobs.parse import MRParse
-        from jobs.warc import MRWarc
-        args, plan_args = list(args), list(plan_args)
-        fused = self.fused_parse and not self.fs.exists(doc)
-        fetched = out if fused else doc
-        archive = [] if warc is None or not self.warc_enabled else self.warc_args(warc[1])
-        todo = [('fetch', MRFetch, inputs, fetched, args + plan_args + (
-            archive if fused else []))]
-        if archive and not fused:
-            todo.append(('warc', MRWarc, [fetched], warc[0], args + archive))
-        if not fused:
-            todo.append(('parse', MRParse, [doc], out, args))
-        return todo
 
     # -- paths ----------------------------------------------------------------------
 
@@ -268,43 +244,9 @@ class Crawl:
             runner.run()
             return runner.counters()
 
-    def fetch_ended(self):
-        """Note when a fetch step ended: each host's last request of the layer ended
-        before that, and the next layer's first request to it (its robots.txt) must come
-        politeness.delay later. (A host whose Crawl-delay is longer then waits it out
-        again between its robots.txt and its first page, so pages stay that far apart.)"""
-        self._next_fetch_at = time.monotonic() + self.conf['politeness']['delay']
-
-    def wait_between_fetches(self):
-        """Sleep until the previous layer's fetch is a delay past (see fetch_ended):
-        with small jobs inline, optimize and generate can take less than the delay."""
-        wait = self._next_fetch_at - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-
     #: Jobs that runner_for never runs inline: the fetch's reducers must run side by
     #: side (a small politeness-bound layer is the exception: :meth:`fetch_inline`).
     NEVER_INLINE = ('MRFetch',)
-
-    #: CPU seconds one fetched page costs its fetch task (HTTP and the fused parse),
-    #: rounded up from the CPU-bound benchmark (bench/README.md, cpu1x).
-    FETCH_CPU_PER_PAGE = 0.02
-
-    def fetch_inline(self, urls, hosts, L):
-        """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the
-        inline runner with one reducer bin? Only for a local-runner crawl when the layer
-        is small (runner.inline_fetch_max_urls), every host gets a thread of that one
-        reducer at once (hosts <= fetch.threads), so the layer takes the same politeness
-        time as with several reducers, and one core keeps up with what the hosts' threads
-        fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
-        task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
-        too. A resumed layer with a fetch plan keeps its reducers. (Hadoop: one_fetch_reducer.)"""
-        limit = self.conf['runner']['inline_fetch_max_urls']
-        uber = self.conf['runner']['uber_max_bytes']
-        return (self.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
-                and 0 < urls <= limit and hosts <= self.conf['fetch']['threads']
-                and hosts * self.FETCH_CPU_PER_PAGE <= self.conf['politeness']['delay']
-                and not self.fs.exists(self.path('plan', L)))
 
     def runner_for(self, job_cls, inputs):
         """The runner for one step: ``inline`` for a small job of a local-runner crawl
@@ -377,31 +319,37 @@ class Crawl:
             start = self.inject(seeds_path)['counters']['inject']
             urls_in, hosts_in = start[C.SEEDS], start.get(C.SEED_HOSTS)
         else:
-            start = self.cycle_generate(cycle, seeds_path)['counters'].get(C.GENERATE, {})
-            urls_in, hosts_in = start.get(C.GENERATED, 0), start.get(C.GENERATED_HOSTS)
+            start = self.optimizer.cycle_generate(cycle, seeds_path)
+            urls_in, hosts_in = self.optimizer.generated(start)
+            c = start['counters'].get(C.GENERATE, {})
             self.progress('cycle %d: %d URL(s) new or due (%d due again, %d new seed(s))' % (
-                cycle['cycle'], urls_in, start.get(C.RECRAWL_DUE, 0),
-                start.get(C.INJECTED_NEW, 0)))
-        layer = first
+                cycle['cycle'], urls_in, c.get(C.RECRAWL_DUE, 0), c.get(C.INJECTED_NEW, 0)))
+        layer, done = first, {r['layer'] for r in cycle['layers']}
         while urls_in:
-            steps, stopped = self.run_layer(layer, urls_in, hosts_in,
-                                            more=layer - first < self.depth)
-            if stopped:
-                return self.finish(cycles, stopped=True)
-            row = self.report.layer_row(layer, urls_in, steps)
-            cycle['layers'] = [r for r in cycle['layers'] if r['layer'] != layer] + [row]
-            cycles.save(cycle)
-            self.progress(self.report.format_header())     # the row's column names
-            self.progress(self.report.format_row(row))
-            if 'generate' not in steps:
+            more = layer - first < self.depth
+            if layer in done and (not more or self.fs.exists(self.path('in', _layer(layer + 1)))):
+                # Finished in an earlier run (its row is saved): nothing to load or redo.
+                self.progress('layer %s: done in an earlier run' % _layer(layer))
+                generate = self.report.load_step('generate-' + _layer(layer + 1)) \
+                    if more else None
+            else:
+                steps, stopped = self.run_layer(layer, urls_in, hosts_in, more)
+                if stopped:
+                    return self.finish(cycles, stopped=True)
+                row = self.report.layer_row(layer, urls_in, steps)
+                cycle['layers'] = [r for r in cycle['layers'] if r['layer'] != layer] + [row]
+                cycles.save(cycle)
+                self.progress(self.report.format_header())     # the row's column names
+                self.progress(self.report.format_row(row))
+                generate = steps.get('generate')
+            if generate is None:
                 break
-            gen = steps['generate']['counters'].get(C.GENERATE, {})
-            urls_in, hosts_in = gen.get(C.GENERATED, 0), gen.get(C.GENERATED_HOSTS)
+            urls_in, hosts_in = self.optimizer.generated(generate)
             layer += 1
             if not urls_in:
                 self.progress('layer %s: no URL to fetch; stopping' % _layer(layer))
         if cycle['cycle'] > 1 and not cycle['layers']:
-            result = self.nothing_fetched(cycle)
+            result = self.merger.unchanged(cycle)
         else:
             result = self.final_outputs(cycle)
         cycle['finished'] = True
@@ -412,7 +360,6 @@ class Crawl:
         """`mrcrawl reparse`: every layer's pages parsed again from their stored bodies
         with this run's settings (MRReparse: nothing is fetched), then the outputs
         rebuilt as build CCC-reparseK, with the delta they make (delta/CCC-reparseK)."""
-        from jobs.reparse import MRReparse
         with self.locked() as cycles:
             done = cycles.all()
             if not done or not done[-1]['finished']:
@@ -425,27 +372,11 @@ class Crawl:
                 build = json.loads(self.fs.read_text(state))['build']
             else:
                 prefix = '%03d-reparse' % cycle['cycle']
-                last = self.built()
+                last = self.merger.built()
                 build = prefix + str(int(last[len(prefix):]) + 1 if last.startswith(prefix)
                                      else 1)
                 self.fs.write_text(state, json.dumps({'build': build}))
-            layers = [n for n in self.fs.listdir(self.path('out')) if n.isdigit()]
-            self.progress('reparse: %d layer(s) from the stored pages, as %s' % (
-                len(layers), build))
-            # The crawl folder the WARC file names are relative to.
-            args = self.task_path_args('--crawl-root', self.out)
-            for L in layers:
-                step = self.run_step('reparse-%s-%s' % (build, L), MRReparse,
-                                     [self.path('out', L)], self.path('reparsed', L), args)
-                c = step['counters'].get(C.REPARSE, {})
-                self.progress('  layer %s: %d page(s) parsed again, %d without a stored '
-                              'body' % (L, c.get(C.REPARSED, 0),
-                                        c.get(C.NOT_STORED, 0)))
-            for L in layers:      # every layer parsed: swap them in
-                if self.fs.exists(self.path('reparsed', L)):
-                    self.fs.rm(self.path('out', L))
-                    self.fs.rename(self.path('reparsed', L), self.path('out', L))
-            self.fs.rm(self.path('reparsed'))
+            self.parser.reparse(build)
             result = self.final_outputs(cycle, build)
             self.fs.rm(state)
             return self.finish(cycles, **result)
@@ -465,198 +396,63 @@ class Crawl:
         self.fs.rm(self.path('in', _layer(first)))
         self.fs.rm(self.path('steps', 'generate-%s.json' % _layer(first)))
 
-    def cycle_generate(self, cycle, seeds_path):
-        """A later cycle's first layer: crawldb -> in/FIRST (MRGenerate in cycle mode:
-        unfetched within the depth, due again at the cycle's time, new seeds)."""
-        from jobs.generate import MRGenerate
-        first = cycle['first_layer']
-        inputs = [self.path('crawldb', _layer(first - 1))]
-        args = ['--recrawl-at', cycle['at'], '--max-depth', str(self.depth),
-                '--layer', str(first)]
-        if seeds_path:
-            seeds_dir = self.path('seeds', '%03d' % cycle['cycle'])
-            if not self.fs.exists(seeds_dir):
-                good = self.read_seeds(seeds_path).good
-                tmp = self.path('tmp', 'seeds')
-                self.fs.rm(tmp)
-                self.fs.mkdirs(tmp)
-                self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
-                    json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in good))
-                self.fs.mkdirs(self.path('seeds'))
-                self.fs.rename(tmp, seeds_dir)
-            inputs.append(seeds_dir)
-            args.append('--inject')
-        return self.run_step('generate-%s' % _layer(first), MRGenerate, inputs,
-                             self.path('in', _layer(first)), args)
-
     def run_layer(self, layer, urls_in, hosts_in, more):
-        """Plan, fetch (+ parse), optimize and, if *more*, generate for one layer:
-        (steps by kind, whether a STOP file ended it)."""
-        from jobs.generate import MRGenerate
-        from jobs.optimize import MROptimize
-        from jobs.pagerank import MRPageRank
-        from jobs.plan_fetch import MRPlanFetch
-        L = _layer(layer)
-        self.progress('layer %s: %d URL(s) to fetch' % (L, urls_in))
+        """One layer, as Nutch's fetch, parse, updatedb and generate: CrawlerDriver,
+        ParserDriver, OptimizerDriver (its generate only if *more*). (Steps by kind,
+        whether a STOP file ended it.)"""
+        self.progress('layer %s: %d URL(s) to fetch' % (_layer(layer), urls_in))
         steps = {}
-        layer_arg = ['--layer', str(layer)]
-        db_in = [self.path('crawldb', _layer(layer - 1))] if layer else []
-        todo = []
-        if self.plan_needed(hosts_in, self.path('plan', L)):
-            todo.append(('plan', MRPlanFetch, [self.path('in', L)], self.path('plan', L),
-                         layer_arg))
-        todo += self.fetch_parse_steps([self.path('in', L)], self.path('doc', L),
-                                       self.path('out', L), layer_arg,
-                                       warc=(self.path('warc_index', L), 'mrcrawl-L' + L))
-        todo += [('optimize', MROptimize, db_in + [self.path('out', L)],
-                  self.path('crawldb', L), layer_arg)]
-        if more:
-            gen_in = [self.path('crawldb', L)]
-            if self.conf['generate']['strategy'] == 'pagerank':
-                # Partial PageRank of the graph so far, every pagerank_every layers;
-                # generate reads the newest one.
-                every = self.conf['generate']['pagerank_every']
-                if layer % every == 0:
-                    todo.append(('pagerank', MRPageRank, [self.path('crawldb', L)] + [
-                        self.path('out', _layer(n)) for n in range(layer + 1)],
-                        self.path('pagerank', L), layer_arg))
-                gen_in.append(self.path('pagerank', _layer(layer - layer % every)))
-            todo.append(('generate', MRGenerate, gen_in,
-                         self.path('in', _layer(layer + 1)),
-                         ['--max-depth', str(self.depth), '--layer', str(layer + 1)]))
-        for kind, job_cls, inputs, final, args in todo:
-            runner = None
-            if kind == 'fetch':   # the plan is known only once its step ran
-                self.wait_between_fetches()
-                if self.fetch_inline(urls_in, hosts_in, L):
-                    runner, args = 'inline', args + ['--bins', '1']
-                elif self.runner == 'hadoop' and not self._plan_args(L) and \
-                        hadoop.one_fetch_reducer(self.conf, urls_in, hosts_in,
-                                               self.FETCH_CPU_PER_PAGE):
-                    args = args + ['--bins', '1']        # one reduce container
-                else:
-                    args = args + self._plan_args(L)
-            name = '%s-%s' % (kind, L if kind != 'generate' else _layer(layer + 1))
-            if kind in ('fetch', 'warc') and self.warc_enabled:
-                self.clear_warc_files(final, 'mrcrawl-L' + L)
-            steps[kind] = self.run_step(name, job_cls, inputs, final, args, runner)
-            if kind == 'fetch':
-                self.fetch_ended()
-            self.progress('  %-9s %6.1fs%s' % (kind, steps[kind]['seconds'], (
-                '  (inline)' if steps[kind].get('runner') == 'inline'
-                and self.runner != 'inline' else '')))
-            if self.stop_requested():
-                # Consumed, so that rerunning the same command continues the crawl.
-                self.fs.rm(self.path('STOP'))
-                self.progress('STOP file found in %s: stopped after step %s; run the '
-                              'same command again to continue' % (self.out, name))
-                return steps, True
-        self._prune_crawldb(layer)
+        try:
+            self.crawler.fetch(layer, urls_in, hosts_in, steps)
+            self.parser.parse(layer, steps)
+            self.optimizer.update(layer, steps)
+            if more:
+                self.optimizer.generate(layer, steps)
+        except Stopped:
+            return steps, True
+        self.optimizer.prune(layer)
         return steps, False
 
-    def nothing_fetched(self, cycle):
-        """A cycle that found nothing new or due: the outputs still describe the crawl;
-        its delta is empty."""
-        n = cycle['cycle']
-        self.progress('cycle %d: nothing new or due; outputs unchanged' % n)
-        xml = self.fs.join(self.path('delta', '%03d' % n), 'xml')
-        self.fs.mkdirs(xml)
-        self.fs.write_text(self.path('outputs.json'), json.dumps({'build': '%03d' % n}))
-        merge = _merge_step(self.report.load_step('merge'), self.report.load_step('mergejoin'))
-        return {'merge': merge, 'xml': self.report.load_step('xml'),
-                'index': self.report.load_step('index')}
-
-    #: Final outputs, rebuilt for the whole crawl after each cycle or reparse
-    #: (OUT/outputs.json names the build they describe).
-    FINAL_OUTPUTS = ('current', 'merge_map', 'merged', 'xml', 'index', 'hosts')
-
-    def built(self):
-        """The build the final outputs describe: '001' (cycle 1, or a folder from before
-        builds were recorded), '002' (cycle 2), '002-reparse1' (its first reparse)."""
-        path = self.path('outputs.json')
-        if not self.fs.exists(path):
-            return '001'
-        done = json.loads(self.fs.read_text(path))
-        return done.get('build') or '%03d' % done['cycle']
+    def layer_step(self, steps, kind, name, job_cls, inputs, final, args, runner=None,
+                   after=None):
+        """One step of a layer's driver: run it (or load it, done in an earlier run)
+        into steps[kind], call *after*, print its line. A STOP file then stops the
+        layer: Stopped."""
+        earlier = self.fs.exists(final)
+        steps[kind] = step = self.run_step(name, job_cls, inputs, final, args, runner)
+        if after:
+            after()
+        if earlier:
+            self.progress('  %-9s done in an earlier run' % kind)
+        else:
+            self.progress('  %-9s %6.1fs%s' % (kind, step['seconds'], (
+                '  (inline)' if step.get('runner') == 'inline' and self.runner != 'inline'
+                else '')))
+        if self.stop_requested():
+            # Consumed, so that rerunning the same command continues the crawl.
+            self.fs.rm(self.path('STOP'))
+            self.progress('STOP file found in %s: stopped after step %s; run the same '
+                          'command again to continue' % (self.out, name))
+            raise Stopped(name)
+        return step
 
     def final_outputs(self, cycle, build=None):
-        """Merge, index and XML over every layer of every cycle; from the second cycle
-        on, each URL's current fetch first (MRCurrent); after a first build, the delta
-        since the last one (MRDelta: delta/BUILD/xml). Outputs of an earlier build are
-        behind: merged/ is kept as prev_merged/ for the delta, the rest rebuilt."""
-        from jobs.current import MRCurrent
-        from jobs.html_to_xml import MRHtmlToXml
-        n = cycle['cycle']
-        build = build or '%03d' % n
-        outs = [self.path('out', name) for name in self.fs.listdir(self.path('out'))
-                if name.isdigit()]
-        built = self.built()
-        if built != build:
-            self.progress('outputs of build %s are behind: rebuilding them as %s' % (
-                built, build))
-            if self.fs.exists(self.path('merged')) and \
-                    not self.fs.exists(self.path('prev_merged')):
-                self.fs.rename(self.path('merged'), self.path('prev_merged'))
-            for name in self.FINAL_OUTPUTS:
-                self.fs.rm(self.path(name))
-            self.fs.write_text(self.path('outputs.json'), json.dumps({'build': build}))
-        self.progress('merge: %d layer(s)' % len(outs))
-        sources = outs
-        if n > 1:
-            self.run_step('current', MRCurrent, outs, self.path('current'))
-            sources = [self.path('current')]
-        group = self.merge_group(sources)
-        # Columnar index (Parquet): pages + merge_map/ -> index/, hosts/ (drivers/index.py),
-        # here because it reads every page as MRMerge just did: on a crawl larger than
-        # the page cache, run after merged/ and xml/ it read them from disk again.
-        from drivers.index import build_index
-        index = build_index(self, sources)
-        merge = self.merge_join(sources, group, build)
-        xml = self.run_step('xml', MRHtmlToXml, [self.path('merged')], self.path('xml'))
-        if self.fs.exists(self.path('prev_merged')):
-            from jobs.delta import MRDelta
-            d = self.path('delta', build)
-            delta = self.run_step('delta-' + build, MRDelta, [
-                self.path('prev_merged'), self.path('merged')] + sources,
-                self.fs.join(d, 'records'), ['--build', build])
-            self.run_step('delta-%s-xml' % build, MRHtmlToXml, [self.fs.join(d, 'records')],
-                          self.fs.join(d, 'xml'))
-            self.fs.rm(self.path('prev_merged'))
-            c = delta['counters'].get(C.DELTA, {})
-            self.progress('delta: %d added, %d changed, %d deleted, in %s' % (
-                c.get(C.DELTA_ADDED, 0), c.get(C.DELTA_CHANGED, 0),
-                c.get(C.DELTA_DELETED, 0), self.fs.join(d, 'xml')))
+        """MergeDriver and HtmlToXmlDriver over every layer of every cycle, as *build*
+        (default: the cycle's number), and the delta since the last build."""
+        build = build or '%03d' % cycle['cycle']
+        merge, index, sources = self.merger.merge(cycle['cycle'], build)
+        xml = self.html_to_xml.xml()
+        records = self.merger.delta(build, sources)
+        if records:
+            self.html_to_xml.delta(build, records)
+            self.merger.delta_done()
         return {'merge': merge, 'xml': xml, 'index': index}
 
-    def merge_group(self, outs):
-        """MRMerge: out/* -> merge_map/ (its step dict). The merge is two jobs,
-        so that mrjob drops this one's intermediate files before MRMergeJoin shuffles
-        whole pages."""
-        from jobs.merge import MRMerge
-        if self.fs.exists(self.path('merged')) and not self.fs.exists(self.path('merge_map')):
-            return self.report.load_step('merge')   # merged/ by a one-job merge
-        return self.run_step('merge', MRMerge, outs, self.path('merge_map'))
-
-    def merge_join(self, outs, group, build):
-        """MRMergeJoin: merge_map/ + out/* -> merged/; one step dict for the report's
-        merge: both jobs' counters (groups merge, merge_join), their seconds."""
-        from jobs.merge_join import MRMergeJoin
-        join = self.run_step('mergejoin', MRMergeJoin, [self.path('merge_map')] + outs,
-                             self.path('merged'), ['--build', build])
-        return _merge_step(group, join)
-
-    # -- WARC -----------------------------------------------------------------------
+    # -- settings the drivers share ----------------------------------------------------
 
     @property
     def warc_enabled(self):
         return self.conf['warc']['enabled']
-
-    def warc_args(self, prefix):
-        """The arguments of MRWarc and of an archiving MRFetch: where the files go (an
-        absolute local path, or the hdfs:// URI and the WebHDFS address the tasks
-        upload through) and their name prefix."""
-        return ['--warc-prefix', prefix] + self.task_path_args('--warc-dir',
-                                                                self.path('warc'))
 
     def task_path_args(self, option, path):
         """``option PATH`` for a crawl folder the tasks themselves read or write: an
@@ -668,47 +464,10 @@ class Crawl:
             return [option, path, '--webhdfs-url', url, '--hdfs-user', user]
         return [option, os.path.abspath(self.fs.local_path(path))]
 
-    def clear_warc_files(self, final, prefix):
-        """Before a WARC step runs (again): remove the files an interrupted run of it left
-        (its own prefix only), so a rerun never leaves two copies of a record even if
-        it cuts its input into other splits."""
-        if self.fs.exists(final):
-            return
-        self.fs.mkdirs(self.path('warc'))
-        for name in self.fs.listdir(self.path('warc')):
-            if name.startswith((prefix + '-', '.tmp-' + prefix + '-')):
-                self.fs.rm(self.path('warc', name))
-
-    def plan_needed(self, hosts, plan_dir):
-        """Run the fetch plan for a layer of *hosts* distinct hosts (None: unknown)?
-
-        Only with fetch.plan, and only when the layer has more hosts than one fetch
-        reducer has threads: with fewer, every politeness key (a host, or a coarser IP
-        or domain) gets its own thread at once in whatever reducer it lands, so placing
-        keys cannot shorten the layer, and the plan would be a job for nothing. A plan
-        already made (a resumed crawl) is used.
-        """
-        if not self.conf['fetch']['plan']:
-            return False
-        if self.fs.exists(plan_dir):
-            return True
-        return hosts is None or hosts > self.conf['fetch']['threads']
-
-    def _plan_args(self, L):
-        """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
-        part = self.fs.join(self.path('plan', L), 'part-00000')
-        return ['--plan', part] if self.fs.exists(part) else []
-
-    def _prune_crawldb(self, layer):
-        """Keep the two newest crawl database versions (the newest and its backup)."""
-        for name in self.fs.listdir(self.path('crawldb')):
-            if name.isdigit() and int(name) < layer - 1:
-                self.fs.rm(self.path('crawldb', name))
-
     def finish(self, cycles, merge=None, xml=None, stopped=False, index=None):
         """report.json (every cycle's layers) and report.html; OUT/tmp goes."""
         done = cycles.all()
-        build = self.built() if merge is not None else None
+        build = self.merger.built() if merge is not None else None
         report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build)
         self.progress(self.report.format_summary(report))
         try:

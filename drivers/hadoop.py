@@ -320,7 +320,7 @@ def one_fetch_reducer(conf, urls, hosts, cpu):
     fetch.threads, so politeness time is the same), and either one core keeps up with
     the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) or the CPU a second
     reducer would take off the first (half the layer's, at *cpu* seconds a page:
-    crawl.FETCH_CPU_PER_PAGE) is less than its container costs."""
+    CrawlerDriver.FETCH_CPU_PER_PAGE) is less than its container costs."""
     if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2:
         return False
     return urls * cpu / 2 <= CONTAINER_SECONDS or hosts * cpu <= conf['politeness']['delay']

@@ -206,14 +206,14 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     crawl = Crawl(str(tmp_path / 'other'), test_conf(), runner='local',
                   progress=lambda m: None)
     assert crawl.conf['fetch']['threads'] >= 10 and crawl.conf['politeness']['delay'] == 0.2
-    assert crawl.fetch_inline(2000, 10, '001')
-    assert not crawl.fetch_inline(2001, 10, '001')        # runner.inline_fetch_max_urls
-    assert not crawl.fetch_inline(100, 11, '001')         # 11 x 0.02 s > the delay
-    assert not crawl.fetch_inline(100, None, '001')       # hosts unknown
+    assert crawl.crawler.fetch_inline(2000, 10, '001')
+    assert not crawl.crawler.fetch_inline(2001, 10, '001')        # runner.inline_fetch_max_urls
+    assert not crawl.crawler.fetch_inline(100, 11, '001')         # 11 x 0.02 s > the delay
+    assert not crawl.crawler.fetch_inline(100, None, '001')       # hosts unknown
     assert not Crawl(str(tmp_path / 'other'), test_conf('fetch.threads=4'), runner='local',
-                     progress=lambda m: None).fetch_inline(100, 5, '001')
+                     progress=lambda m: None).crawler.fetch_inline(100, 5, '001')
     assert not Crawl(str(tmp_path / 'other'), test_conf(), runner='inline',
-                     progress=lambda m: None).fetch_inline(100, 5, '001')
+                     progress=lambda m: None).crawler.fetch_inline(100, 5, '001')
 
 
 def test_crawl_with_a_separate_parse_job(site, tmp_path):

@@ -9,9 +9,9 @@ from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
 from drivers.fixture_site import FixtureSite
 
 
-def start_crawl(seeds, out):
+def start_crawl(seeds, out, quiet=True):
     args = [sys.executable, '-m', 'drivers.cli', 'crawl', '--seeds', str(seeds), '--depth',
-            '3', '--out', str(out), '-r', 'inline', '-q']
+            '3', '--out', str(out), '-r', 'inline'] + (['-q'] if quiet else [])
     for s in TEST_SETTINGS:
         args += ['--set', s]
     args += ['--set', 'politeness.delay=0.02']
@@ -34,8 +34,8 @@ def outcome(out, base):
     return docs, xml, db
 
 
-def run_to_end(seeds, out):
-    proc = start_crawl(seeds, out)
+def run_to_end(seeds, out, quiet=True):
+    proc = start_crawl(seeds, out, quiet)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     return stdout
@@ -64,8 +64,18 @@ def test_killed_driver_resumes_to_the_same_result(tmp_path):
             proc.send_signal(signal.SIGKILL)
             proc.wait()
             kills += 1
-        run_to_end(seeds, out)
+        # (Not the step the last kill hit: it may have died between saving its counters
+        # and renaming its output into place, and then runs again.)
+        steps_before = {n: os.stat(out / 'steps' / n).st_mtime_ns
+                        for n in os.listdir(out / 'steps') if n != 'optimize-003.json'}
+        stdout = run_to_end(seeds, out, quiet=False)
         assert kills == 4
+        # The last run redid no finished step (not even an optimize whose crawl database
+        # version was pruned since), and said so rather than reprinting it as run.
+        assert {n: os.stat(out / 'steps' / n).st_mtime_ns for n in steps_before} == \
+            steps_before
+        for layer in ('000', '001', '002'):
+            assert 'layer %s: done in an earlier run' % layer in stdout, stdout
         assert outcome(str(out), site.url('')) == reference
         # Completed steps were never redone: each page was requested at most twice
         # (once more only if the kill hit the fetch step that was running).

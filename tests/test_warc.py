@@ -302,7 +302,7 @@ def test_local_runner_one_file_per_split_and_rerun_replaces(tmp_path):
         open(os.path.join(warc_dir, n), 'wb').close()
     crawl = Crawl(str(tmp_path), test_conf(*SETTINGS), runner='inline',
                   progress=lambda m: None)
-    crawl.clear_warc_files(str(tmp_path / 'no-such-step'), 'mrcrawl-L001')
+    crawl.crawler.clear_warc_files(str(tmp_path / 'no-such-step'), 'mrcrawl-L001')
     assert sorted(os.listdir(warc_dir)) == [keep]
 
 
@@ -386,7 +386,7 @@ def test_hdfs_output_goes_through_webhdfs_with_replace(tmp_path, monkeypatch):
     monkeypatch.setenv('HADOOP_USER_NAME', 'crawler')
     crawl = Crawl('hdfs:///crawl', test_conf(*SETTINGS), runner='inline',
                   progress=lambda m: None)
-    args = crawl.warc_args('mrcrawl-L002')
+    args = crawl.crawler.warc_args('mrcrawl-L002')
     assert dict(zip(args[::2], args[1::2])) == {
         '--warc-prefix': 'mrcrawl-L002', '--webhdfs-url': 'http://127.0.0.1:1',
         '--hdfs-user': 'crawler', '--warc-dir': 'hdfs:///crawl/warc'}

@@ -1,0 +1,144 @@
+"""CrawlerDriver: a layer's fetch (the design's CrawlerDriver).
+
+    plan   in/L              -> plan/L   (MRPlanFetch: which fetch reducer owns which big
+                                          host; fetch.plan, many hosts only)
+    fetch  in/L (+ plan/L)   -> out/L    (MRFetch; with fetch.parse it parses each page
+                                          too, and writes the WARC files itself)
+      or, with fetch.parse = false:
+    fetch  in/L (+ plan/L)   -> doc/L    (MRFetch: documents with their bodies)
+    warc   doc/L             -> warc/*.warc.gz + warc_index/L   (MRWarc, warc.enabled)
+
+It also decides where the fetch runs: in the driver's process for a small layer of a
+local crawl, with one reducer for a small layer on YARN, else with fetch.reducers.
+Politeness between layers is kept here: a layer's fetch starts a delay after the last
+one ended.
+"""
+import time
+
+from drivers import hadoop
+
+
+def _layer(n):
+    return '%03d' % n
+
+
+class CrawlerDriver:
+    #: CPU seconds one fetched page costs its fetch task (HTTP and the fused parse),
+    #: rounded up from the CPU-bound benchmark (bench/README.md, cpu1x).
+    FETCH_CPU_PER_PAGE = 0.02
+
+    def __init__(self, crawl):
+        self.crawl = crawl
+        self.conf = crawl.conf
+        self._next_fetch_at = 0.0     # monotonic time the next layer's fetch may start
+
+    def fetch(self, layer, urls_in, hosts_in, steps):
+        """Plan (if needed), fetch and, without fetch.parse, archive layer *layer*; each
+        step's dict goes into *steps* by kind."""
+        from jobs.fetch import MRFetch
+        from jobs.plan_fetch import MRPlanFetch
+        from jobs.warc import MRWarc
+        c, L = self.crawl, _layer(layer)
+        args = ['--layer', str(layer)]
+        if self.plan_needed(hosts_in, c.path('plan', L)):
+            c.layer_step(steps, 'plan', 'plan-' + L, MRPlanFetch, [c.path('in', L)],
+                         c.path('plan', L), args)
+        doc = c.path('doc', L)
+        fused = c.fused_parse and not c.fs.exists(doc)
+        fetched = c.path('out', L) if fused else doc
+        archive = self.warc_args('mrcrawl-L' + L) if c.warc_enabled else []
+        runner, fetch_args = self.where(urls_in, hosts_in, L)
+        self.wait_between_fetches()
+        if c.warc_enabled:
+            self.clear_warc_files(fetched, 'mrcrawl-L' + L)
+        c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, [c.path('in', L)], fetched,
+                     args + fetch_args + (archive if fused else []), runner,
+                     after=self.fetch_ended)
+        if archive and not fused:
+            self.clear_warc_files(c.path('warc_index', L), 'mrcrawl-L' + L)
+            c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [doc], c.path('warc_index', L),
+                         args + archive)
+
+    def where(self, urls_in, hosts_in, L):
+        """(runner or None for the crawl's, extra fetch arguments) for layer L."""
+        c = self.crawl
+        if self.fetch_inline(urls_in, hosts_in, L):
+            return 'inline', ['--bins', '1']
+        plan = self.plan_args(L)
+        if c.runner == 'hadoop' and not plan and hadoop.one_fetch_reducer(
+                self.conf, urls_in, hosts_in, self.FETCH_CPU_PER_PAGE):
+            return None, ['--bins', '1']        # one reduce container
+        return None, plan
+
+    def fetch_ended(self):
+        """Note when a fetch step ended: each host's last request of the layer ended
+        before that, and the next layer's first request to it (its robots.txt) must come
+        politeness.delay later. (A host whose Crawl-delay is longer then waits it out
+        again between its robots.txt and its first page, so pages stay that far apart.)"""
+        self._next_fetch_at = time.monotonic() + self.conf['politeness']['delay']
+
+    def wait_between_fetches(self):
+        """Sleep until the previous layer's fetch is a delay past (see fetch_ended):
+        with small jobs inline, optimize and generate can take less than the delay."""
+        wait = self._next_fetch_at - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+
+    def fetch_inline(self, urls, hosts, L):
+        """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the
+        inline runner with one reducer bin? Only for a local-runner crawl when the layer
+        is small (runner.inline_fetch_max_urls), every host gets a thread of that one
+        reducer at once (hosts <= fetch.threads), so the layer takes the same politeness
+        time as with several reducers, and one core keeps up with what the hosts' threads
+        fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
+        task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
+        too. A resumed layer with a fetch plan keeps its reducers. (Hadoop: one_fetch_reducer.)"""
+        c = self.crawl
+        limit = self.conf['runner']['inline_fetch_max_urls']
+        uber = self.conf['runner']['uber_max_bytes']
+        return (c.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
+                and 0 < urls <= limit and hosts <= self.conf['fetch']['threads']
+                and hosts * self.FETCH_CPU_PER_PAGE <= self.conf['politeness']['delay']
+                and not c.fs.exists(c.path('plan', L)))
+
+    def plan_needed(self, hosts, plan_dir):
+        """Run the fetch plan for a layer of *hosts* distinct hosts (None: unknown)?
+
+        Only with fetch.plan, and only when the layer has more hosts than one fetch
+        reducer has threads: with fewer, every politeness key (a host, or a coarser IP
+        or domain) gets its own thread at once in whatever reducer it lands, so placing
+        keys cannot shorten the layer, and the plan would be a job for nothing. A plan
+        already made (a resumed crawl) is used.
+        """
+        if not self.conf['fetch']['plan']:
+            return False
+        if self.crawl.fs.exists(plan_dir):
+            return True
+        return hosts is None or hosts > self.conf['fetch']['threads']
+
+    def plan_args(self, L):
+        """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
+        c = self.crawl
+        part = c.fs.join(c.path('plan', L), 'part-00000')
+        return ['--plan', part] if c.fs.exists(part) else []
+
+    # -- WARC -----------------------------------------------------------------------
+
+    def warc_args(self, prefix):
+        """The arguments of MRWarc and of an archiving MRFetch: where the files go (an
+        absolute local path, or the hdfs:// URI and the WebHDFS address the tasks
+        upload through) and their name prefix."""
+        return ['--warc-prefix', prefix] + self.crawl.task_path_args(
+            '--warc-dir', self.crawl.path('warc'))
+
+    def clear_warc_files(self, final, prefix):
+        """Before a WARC step runs (again): remove the files an interrupted run of it left
+        (its own prefix only), so a rerun never leaves two copies of a record even if
+        it cuts its input into other splits."""
+        c = self.crawl
+        if c.fs.exists(final):
+            return
+        c.fs.mkdirs(c.path('warc'))
+        for name in c.fs.listdir(c.path('warc')):
+            if name.startswith((prefix + '-', '.tmp-' + prefix + '-')):
+                c.fs.rm(c.path('warc', name))

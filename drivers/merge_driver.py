@@ -1,0 +1,129 @@
+"""MergeDriver: every layer merged into one page per URL and content (the design's
+MergeDriver), after each cycle or reparse.
+
+    current   out/*                    -> current/    (MRCurrent: each URL's newest fetch;
+                                                       from the second cycle on)
+    merge     out/* or current/        -> merge_map/  (MRMerge: who folds into whom, on
+                                                       summaries; the anchor texts of the
+                                                       links to each page, Nutch's
+                                                       invertlinks, in its first shuffle)
+    index     pages + merge_map/       -> index/, hosts/  (MRIndexRows, then Parquet:
+                                                       drivers/index.py; here, while the
+                                                       pages are still in the page cache)
+    mergejoin merge_map/ + pages       -> merged/     (MRMergeJoin: the page text joined
+                                                       once)
+    delta     prev_merged/ + merged/   -> delta/BUILD/records  (MRDelta: added, changed
+                                                       and deleted since the last build)
+
+The final outputs of the whole crawl are rebuilt as one *build* ('001' after cycle 1,
+'002-reparse1' after a reparse of cycle 2); OUT/outputs.json names the build they
+describe, so a run that finds them behind rebuilds them.
+"""
+import json
+
+from jobs.lib import counters as C
+
+#: Final outputs, rebuilt for the whole crawl after each cycle or reparse.
+FINAL_OUTPUTS = ('current', 'merge_map', 'merged', 'xml', 'index', 'hosts')
+
+
+def merge_step(group, join):
+    """The report's merge: MRMerge's and MRMergeJoin's counters and seconds."""
+    return {'counters': dict(group['counters'], **join['counters']),
+            'seconds': round(group['seconds'] + join['seconds'], 3)}
+
+
+class MergeDriver:
+    def __init__(self, crawl):
+        self.crawl = crawl
+
+    def built(self):
+        """The build the final outputs describe: '001' (cycle 1, or a folder from before
+        builds were recorded), '002' (cycle 2), '002-reparse1' (its first reparse)."""
+        c = self.crawl
+        path = c.path('outputs.json')
+        if not c.fs.exists(path):
+            return '001'
+        done = json.loads(c.fs.read_text(path))
+        return done.get('build') or '%03d' % done['cycle']
+
+    def start_build(self, build):
+        """Outputs of an earlier build are behind: merged/ is kept as prev_merged/ for
+        the delta, the rest removed to be rebuilt."""
+        c = self.crawl
+        built = self.built()
+        if built == build:
+            return
+        c.progress('outputs of build %s are behind: rebuilding them as %s' % (built, build))
+        if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('prev_merged')):
+            c.fs.rename(c.path('merged'), c.path('prev_merged'))
+        for name in FINAL_OUTPUTS:
+            c.fs.rm(c.path(name))
+        c.fs.write_text(c.path('outputs.json'), json.dumps({'build': build}))
+
+    def merge(self, cycle, build):
+        """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
+        the index step, the page folders merged)."""
+        from drivers.index import build_index
+        from jobs.current import MRCurrent
+        c = self.crawl
+        self.start_build(build)
+        sources = [c.path('out', name) for name in c.fs.listdir(c.path('out'))
+                   if name.isdigit()]
+        c.progress('merge: %d layer(s)' % len(sources))
+        if cycle > 1:
+            c.run_step('current', MRCurrent, sources, c.path('current'))
+            sources = [c.path('current')]
+        group = self.merge_group(sources)
+        index = build_index(c, sources)
+        return self.merge_join(sources, group, build), index, sources
+
+    def merge_group(self, sources):
+        """MRMerge: pages -> merge_map/ (its step dict). The merge is two jobs,
+        so that mrjob drops this one's intermediate files before MRMergeJoin shuffles
+        whole pages."""
+        from jobs.merge import MRMerge
+        c = self.crawl
+        if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
+            return c.report.load_step('merge')   # merged/ by a one-job merge
+        return c.run_step('merge', MRMerge, sources, c.path('merge_map'))
+
+    def merge_join(self, sources, group, build):
+        """MRMergeJoin: merge_map/ + pages -> merged/; one step dict for the report's
+        merge: both jobs' counters (groups merge, merge_join), their seconds."""
+        from jobs.merge_join import MRMergeJoin
+        c = self.crawl
+        join = c.run_step('mergejoin', MRMergeJoin, [c.path('merge_map')] + sources,
+                          c.path('merged'), ['--build', build])
+        return merge_step(group, join)
+
+    def delta(self, build, sources):
+        """prev_merged/ + merged/ -> delta/BUILD/records, when there is an earlier build
+        to compare with: the records' folder, else None."""
+        from jobs.delta import MRDelta
+        c = self.crawl
+        if not c.fs.exists(c.path('prev_merged')):
+            return None
+        records = c.fs.join(c.path('delta', build), 'records')
+        step = c.run_step('delta-' + build, MRDelta, [
+            c.path('prev_merged'), c.path('merged')] + sources, records, ['--build', build])
+        n = step['counters'].get(C.DELTA, {})
+        c.progress('delta: %d added, %d changed, %d deleted' % (
+            n.get(C.DELTA_ADDED, 0), n.get(C.DELTA_CHANGED, 0), n.get(C.DELTA_DELETED, 0)))
+        return records
+
+    def delta_done(self):
+        """The delta's documents are written: the previous build goes."""
+        self.crawl.fs.rm(self.crawl.path('prev_merged'))
+
+    def unchanged(self, cycle):
+        """A cycle that found nothing new or due: the outputs still describe the crawl;
+        its delta is empty. (The report's merge, xml and index steps.)"""
+        c = self.crawl
+        n = cycle['cycle']
+        c.progress('cycle %d: nothing new or due; outputs unchanged' % n)
+        c.fs.mkdirs(c.fs.join(c.path('delta', '%03d' % n), 'xml'))
+        c.fs.write_text(c.path('outputs.json'), json.dumps({'build': '%03d' % n}))
+        return {'merge': merge_step(c.report.load_step('merge'),
+                                    c.report.load_step('mergejoin')),
+                'xml': c.report.load_step('xml'), 'index': c.report.load_step('index')}

@@ -1,0 +1,95 @@
+"""OptimizerDriver: the crawl database and the next layer (the design's OptimizerDriver).
+
+    optimize  crawldb/L-1 + out/L     -> crawldb/L  (MROptimize: an exact join of the
+                                                     layer's links against every URL
+                                                     the crawl knows; Nutch's updatedb)
+    pagerank  crawldb/L + out/0..L    -> pagerank/L (MRPageRank; generate.strategy =
+                                                     pagerank, every K layers)
+    generate  crawldb/L (+ pagerank)  -> in/L+1     (MRGenerate: the next layer's URLs,
+                                                     by strategy and caps; Nutch's
+                                                     generate)
+
+A later cycle's first layer is a generate too (:meth:`OptimizerDriver.cycle_generate`):
+what the crawl database holds that is new within the depth or due again, plus new
+seeds. Only the two newest crawl database versions are kept.
+"""
+import json
+
+from jobs.lib import counters as C
+
+
+def _layer(n):
+    return '%03d' % n
+
+
+class OptimizerDriver:
+    def __init__(self, crawl):
+        self.crawl = crawl
+        self.conf = crawl.conf
+
+    def update(self, layer, steps):
+        """crawldb/L-1 + out/L -> crawldb/L."""
+        from jobs.optimize import MROptimize
+        c, L = self.crawl, _layer(layer)
+        db_in = [c.path('crawldb', _layer(layer - 1))] if layer else []
+        c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
+                     db_in + [c.path('out', L)], c.path('crawldb', L),
+                     ['--layer', str(layer)])
+
+    def generate(self, layer, steps):
+        """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer."""
+        from jobs.generate import MRGenerate
+        from jobs.pagerank import MRPageRank
+        c, L = self.crawl, _layer(layer)
+        gen_in = [c.path('crawldb', L)]
+        if self.conf['generate']['strategy'] == 'pagerank':
+            # Partial PageRank of the graph so far, every pagerank_every layers;
+            # generate reads the newest one.
+            every = self.conf['generate']['pagerank_every']
+            if layer % every == 0:
+                c.layer_step(steps, 'pagerank', 'pagerank-' + L, MRPageRank, [
+                    c.path('crawldb', L)] + [c.path('out', _layer(n)) for n in range(layer + 1)],
+                    c.path('pagerank', L), ['--layer', str(layer)])
+            gen_in.append(c.path('pagerank', _layer(layer - layer % every)))
+        nxt = _layer(layer + 1)
+        c.layer_step(steps, 'generate', 'generate-' + nxt, MRGenerate, gen_in,
+                     c.path('in', nxt), ['--max-depth', str(c.depth), '--layer',
+                                         str(layer + 1)])
+
+    def cycle_generate(self, cycle, seeds_path):
+        """A later cycle's first layer: crawldb -> in/FIRST (MRGenerate in cycle mode:
+        unfetched within the depth, due again at the cycle's time, new seeds)."""
+        from jobs.generate import MRGenerate
+        c = self.crawl
+        first = cycle['first_layer']
+        inputs = [c.path('crawldb', _layer(first - 1))]
+        args = ['--recrawl-at', cycle['at'], '--max-depth', str(c.depth),
+                '--layer', str(first)]
+        if seeds_path:
+            seeds_dir = c.path('seeds', '%03d' % cycle['cycle'])
+            if not c.fs.exists(seeds_dir):
+                good = c.read_seeds(seeds_path).good
+                tmp = c.path('tmp', 'seeds')
+                c.fs.rm(tmp)
+                c.fs.mkdirs(tmp)
+                c.fs.write_text(c.fs.join(tmp, 'part-00000'), ''.join(
+                    json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in good))
+                c.fs.mkdirs(c.path('seeds'))
+                c.fs.rename(tmp, seeds_dir)
+            inputs.append(seeds_dir)
+            args.append('--inject')
+        return c.run_step('generate-%s' % _layer(first), MRGenerate, inputs,
+                          c.path('in', _layer(first)), args)
+
+    @staticmethod
+    def generated(step):
+        """(URLs, hosts or None) a generate step put into its layer."""
+        gen = step['counters'].get(C.GENERATE, {})
+        return gen.get(C.GENERATED, 0), gen.get(C.GENERATED_HOSTS)
+
+    def prune(self, layer):
+        """Keep the two newest crawl database versions (the newest and its backup)."""
+        c = self.crawl
+        for name in c.fs.listdir(c.path('crawldb')):
+            if name.isdigit() and int(name) < layer - 1:
+                c.fs.rm(c.path('crawldb', name))

@@ -1,0 +1,49 @@
+"""ParserDriver: a layer's parse (the design's ParserDriver).
+
+    parse    doc/L -> out/L          (MRParse: links, fields, text; fetch.parse = false)
+    reparse  out/L -> out/L          (MRReparse: `mrcrawl reparse`, from the stored
+                                      bodies, fetching nothing)
+
+With fetch.parse on (the default) the fetch job parses each page as it arrives and
+writes out/L itself, so a layer has no parse job and no doc/: the parse then runs
+inside CrawlerDriver's fetch, and :meth:`ParserDriver.parse` has nothing to do.
+"""
+
+
+def _layer(n):
+    return '%03d' % n
+
+
+class ParserDriver:
+    def __init__(self, crawl):
+        self.crawl = crawl
+
+    def parse(self, layer, steps):
+        """doc/L -> out/L, unless the fetch parsed (no doc/L)."""
+        from jobs.parse import MRParse
+        c, L = self.crawl, _layer(layer)
+        if c.fs.exists(c.path('doc', L)):
+            c.layer_step(steps, 'parse', 'parse-' + L, MRParse, [c.path('doc', L)],
+                         c.path('out', L), ['--layer', str(layer)])
+
+    def reparse(self, build):
+        """Every layer's out/ parsed again from its stored bodies (MRReparse) into
+        reparsed/, then swapped in once all layers are done."""
+        from jobs.reparse import MRReparse
+        from jobs.lib import counters as C
+        c = self.crawl
+        layers = [n for n in c.fs.listdir(c.path('out')) if n.isdigit()]
+        c.progress('reparse: %d layer(s) from the stored pages, as %s' % (len(layers), build))
+        # The crawl folder the WARC file names are relative to.
+        args = c.task_path_args('--crawl-root', c.out)
+        for L in layers:
+            step = c.run_step('reparse-%s-%s' % (build, L), MRReparse, [c.path('out', L)],
+                              c.path('reparsed', L), args)
+            n = step['counters'].get(C.REPARSE, {})
+            c.progress('  layer %s: %d page(s) parsed again, %d without a stored body' % (
+                L, n.get(C.REPARSED, 0), n.get(C.NOT_STORED, 0)))
+        for L in layers:      # every layer parsed: swap them in
+            if c.fs.exists(c.path('reparsed', L)):
+                c.fs.rm(c.path('out', L))
+                c.fs.rename(c.path('reparsed', L), c.path('out', L))
+        c.fs.rm(c.path('reparsed'))
