@@ -42,7 +42,7 @@ from mrjob.fs.local import LocalFilesystem
 from mrjob.hadoop import HadoopJobRunner
 
 from jobs.base import SPLIT_MAX_BYTES
-from jobs.runners import InlineRunner
+from drivers.runners import InlineRunner
 
 #: Distributions the tasks import (their own dependencies come along through pip).
 #: mrjob is one: shipped here once, instead of zipped and uploaded by mrjob for every job

@@ -130,7 +130,7 @@ class CrawlJob(MRJob):
         return self._conf
 
     def _runner_class(self):
-        """``-r local`` runs jobs.runners.LocalRunner (no in-memory sort fallback,
+        """``-r local`` runs drivers.runners.LocalRunner (no in-memory sort fallback,
         splits by byte ranges), ``-r inline`` its InlineRunner (input files read where
         they are). Imported here, in the driver: tasks never load the runners."""
         if self.options.runner == 'inline' and any(
@@ -138,7 +138,7 @@ class CrawlJob(MRJob):
             from drivers.hadoop import StagedInlineRunner  # a small job of a Hadoop crawl
             return StagedInlineRunner
         if self.options.runner in ('local', 'inline'):
-            from jobs import runners
+            from drivers import runners
             return runners.LocalRunner if self.options.runner == 'local' \
                 else runners.InlineRunner
         if self.options.runner == 'hadoop':
@@ -179,7 +179,7 @@ class CrawlJob(MRJob):
 
     def _runner_kwargs(self):
         """mrjob hands the job's class to the inline runner only; the local runner forks
-        its tasks from it too (jobs.runners.LocalRunner)."""
+        its tasks from it too (drivers.runners.LocalRunner)."""
         kwargs = super()._runner_kwargs()
         if self.options.runner == 'local' and 'mrjob_cls' not in kwargs:
             kwargs['mrjob_cls'] = self.__class__

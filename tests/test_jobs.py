@@ -154,7 +154,7 @@ def test_optimize_counts_retries_until_a_success(conf_file):
 
 def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
         conf_file, tmp_path):
-    """jobs.runners.InlineRunner gives each uncompressed input file to one map task as it
+    """drivers.runners.InlineRunner gives each uncompressed input file to one map task as it
     is (no copy): the same records as the local runner, empty files and a gzipped file
     (split by mrjob as before) included, and the inputs untouched."""
     import gzip
@@ -190,13 +190,13 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
 
 
 def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
-    """jobs.runners.line_ranges, as LocalRunner splits mapper and reducer input:
+    """drivers.runners.line_ranges, as LocalRunner splits mapper and reducer input:
     the ranges tile the file, every range but the last ends with a newline, the copies
     put the bytes back together, and with a key no key's lines span two ranges
     (random sorted inputs, with and without a final newline, many split sizes)."""
     import itertools
     import random
-    from jobs.runners import _reducer_key, copy_range, line_ranges
+    from drivers.runners import _reducer_key, copy_range, line_ranges
     rnd = random.Random(5)
     path, piece = tmp_path / 'f', tmp_path / 'piece'
     for _ in range(150):
@@ -238,12 +238,12 @@ def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
 
 
 def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
-    """jobs.runners.LocalRunner (byte-range splits, one per core) and mrjob's own
+    """drivers.runners.LocalRunner (byte-range splits, one per core) and mrjob's own
     local runner give the same records and counters, on one big file and on several
     files, with more cores than files (so files are cut and reducer input is split)."""
     from mrjob.local import LocalMRJobRunner
     from jobs.index_rows import MRIndexRows
-    from jobs.runners import LocalRunner
+    from drivers.runners import LocalRunner
     from tests.conftest import read_records
 
     pages = [page('http://h%d/p%d' % (i % 7, i),
@@ -371,13 +371,13 @@ def test_a_failed_or_killed_forked_task_fails_the_step(conf_file, tmp_path, how,
 
 
 def test_runners_override_only_what_mrjob_0_7_4_has():
-    """mrcrawl's runners (jobs/runners.py, drivers/hadoop.py) override private members of
+    """mrcrawl's runners (drivers/runners.py, drivers/hadoop.py) override private members of
     mrjob's runners. If mrjob renamed one, the override would silently never run: every
     private method they define is either one of mrjob's (found in its classes) or one of
     their own helpers, listed here. mrjob is pinned (setup.cfg) for the same reason."""
     import mrjob
     from drivers import hadoop
-    from jobs import runners
+    from drivers import runners
     own_helpers = {'_fork_tasks', '_mapper_split_size', '_place_split', '_split_dest',
                    '_small_job', '_within_uber_limit', '_combined', '_ran_uber'}
     assert mrjob.__version__ == '0.7.4'

@@ -113,7 +113,7 @@ def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path
 
     from drivers.crawl import local_runner_args
     from jobs.current import MRCurrent
-    from jobs.runners import LocalRunner, SortFailed
+    from drivers.runners import LocalRunner, SortFailed
 
     src = tmp_path / 'out'
     src.mkdir()
