@@ -83,7 +83,20 @@ def build_parser():
                     'unfinished cycle.')
     recrawl.add_argument('--out', required=True, metavar='DIR', help='The crawl output folder.')
     _add_crawl_options(recrawl, depth_default=None)
+    _add_reparse(sub)
 
+    sub.add_parser('extract', add_help=False,
+                   help='Show what a site configuration (conf/sites) extracts from one page: '
+                        'mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE')
+
+    sub.add_parser('report', add_help=False,
+                   help='Write OUT/report.html (tables and charts): mrcrawl report OUT '
+                        '[--output FILE] [--png-dir DIR]')
+    _add_db(sub)
+    return parser
+
+
+def _add_reparse(sub):
     reparse = sub.add_parser(
         'reparse', help='Parse the stored pages again (new site rules); fetch nothing.',
         description='Parse every layer\'s pages again from their stored bodies (the WARC '
@@ -100,14 +113,8 @@ def build_parser():
                          help='Override one setting, after --conf; repeatable.')
     reparse.add_argument('-q', '--quiet', action='store_true', help='Print only the summary.')
 
-    sub.add_parser('extract', add_help=False,
-                   help='Show what a site configuration (conf/sites) extracts from one page: '
-                        'mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE')
 
-    sub.add_parser('report', add_help=False,
-                   help='Write OUT/report.html (tables and charts): mrcrawl report OUT '
-                        '[--output FILE] [--png-dir DIR]')
-
+def _add_db(sub):
     db = sub.add_parser('db', help='Look into a crawl database: stats, get.',
                         description='Counts by status, depth and host, or the records '
                                     'of some URLs, from the newest OUT/crawldb/NNN.')
@@ -121,7 +128,6 @@ def build_parser():
     for p in (st, gt):
         p.add_argument('-r', '--runner', choices=('inline', 'local', 'hadoop'),
                        default='inline', help='mrjob runner. Default: %(default)s')
-    return parser
 
 
 def _print(msg):
