@@ -53,6 +53,7 @@ import threading
 import time
 import urllib.parse
 import zlib
+from functools import partial
 
 ROBOTS = b'User-agent: *\nDisallow: /private/\n'
 
@@ -289,107 +290,130 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(0.05)
 
     def _fault(self, name, q):
-        def arg(k, default):
-            return type(default)(q.get(k, [default])[0])
-        ok = _page('Fault page ' + name, '<p>survived</p>')
-        if name == 'status':
-            n = arg('n', 503)
-            return self._send(n, _page('Status %d' % n, ''))
-        if name == 'flaky':
-            if self._hit(q) < arg('n', 1):
-                return self._send(arg('code', 503), _page('Try again', ''))
+        """/fault/NAME?...: one of the _fault_NAME endpoints below, else 404."""
+        endpoint = getattr(self, '_fault_' + name.replace('-', '_'), None)
+        if endpoint is None:
+            return self._send(404, _page('No such fault', ''))
+        return endpoint(q, partial(_arg, q), _page('Fault page ' + name, '<p>survived</p>'))
+
+    def _fault_status(self, q, arg, ok):
+        n = arg('n', 503)
+        return self._send(n, _page('Status %d' % n, ''))
+
+    def _fault_flaky(self, q, arg, ok):
+        if self._hit(q) < arg('n', 1):
+            return self._send(arg('code', 503), _page('Try again', ''))
+        return self._send(200, ok)
+
+    def _fault_retry_after(self, q, arg, ok):
+        if self._hit(q) < arg('n', 1):
+            return self._send(429, _page('Slow down', ''),
+                              headers=[('Retry-After', q.get('after', ['1'])[0])])
+        return self._send(200, ok)
+
+    def _fault_delay(self, q, arg, ok):
+        self._stay_quiet(arg('n', 1.0))
+        return self._send(200, ok)
+
+    def _fault_stall(self, q, arg, ok):
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/html')
+        self.send_header('Content-Length', '1000')
+        self.end_headers()
+        self.wfile.flush()
+        self._stay_quiet(arg('n', 30.0))
+        self.close_connection = True
+        return
+
+    def _fault_trickle(self, q, arg, ok):
+        n, every = arg('bytes', 1000), arg('every', 0.1)
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/html')
+        self.send_header('Content-Length', str(n))
+        self.end_headers()
+        return self._trickle(b'a' * n, every)
+
+    def _fault_trickle_headers(self, q, arg, ok):
+        every = arg('every', 0.1)
+        head = (b'HTTP/1.1 200 OK\r\n' + b''.join(
+            b'X-Slow-%d: %s\r\n' % (i, b'x' * 20) for i in range(200)))
+        return self._trickle(head, every)
+
+    def _fault_drop(self, q, arg, ok):
+        self.close_connection = True
+        self.connection.shutdown(socket.SHUT_RDWR)
+        return
+
+    def _fault_reset(self, q, arg, ok):
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                   struct.pack('ii', 1, 0))
+        self.connection.close()
+        return
+
+    def _fault_big(self, q, arg, ok):
+        n = arg('bytes', 1 << 20)
+        head, tail = b'<html><body><p>', b'</p></body></html>'
+        body = head + b'a' * max(0, n - len(head) - len(tail)) + tail
+        return self._send(200, body)
+
+    def _fault_gzip_bomb(self, q, arg, ok):
+        global _GZIP_MIB
+        if _GZIP_MIB is None:
+            _GZIP_MIB = _gzip_member()
+        mib = arg('mb', 1024)
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/html')
+        self.send_header('Content-Encoding', 'gzip')
+        self.send_header('Content-Length', str(len(_GZIP_MIB) * mib))
+        self.end_headers()
+        try:
+            for _ in range(mib):   # gzip allows members one after another
+                self.wfile.write(_GZIP_MIB)
+        except OSError:
+            pass            # the client stopped reading at its limit
+        self.close_connection = True
+        return
+
+    def _fault_redirect(self, q, arg, ok):
+        return self._send(arg('code', 302), b'',
+                          headers=[('Location', q.get('to', ['/'])[0])])
+
+    def _fault_redirect_loop(self, q, arg, ok):
+        i = (arg('i', 0) + 1) % 3
+        return self._send(302, b'', headers=[('Location', '/fault/redirect-loop?i=%d' % i)])
+
+    def _fault_redirect_chain(self, q, arg, ok):
+        n = arg('n', 3)
+        if n <= 0:
             return self._send(200, ok)
-        if name == 'retry-after':
-            if self._hit(q) < arg('n', 1):
-                return self._send(429, _page('Slow down', ''),
-                                  headers=[('Retry-After', q.get('after', ['1'])[0])])
-            return self._send(200, ok)
-        if name == 'delay':
-            self._stay_quiet(arg('n', 1.0))
-            return self._send(200, ok)
-        if name == 'stall':
-            self.send_response(200)
-            self.send_header('Content-Type', 'text/html')
-            self.send_header('Content-Length', '1000')
+        return self._send(302, b'', headers=[
+            ('Location', '/fault/redirect-chain?n=%d' % (n - 1))])
+
+    def _fault_type(self, q, arg, ok):
+        return self._send(200, ok, q.get('ct', ['application/octet-stream'])[0])
+
+    def _fault_charset(self, q, arg, ok):
+        declared = q.get('declared', [None])[0]
+        body = _charset_body(q.get('actual', ['utf-8'])[0], q.get('meta', [None])[0])
+        return self._send(200, body, 'text/html' + ('; charset=' + declared
+                                                    if declared else ''))
+
+    def _fault_conditional(self, q, arg, ok):
+        etag = '"%s"' % q.get('etag', ['v1'])[0]
+        if self.headers.get('If-None-Match') == etag:
+            self.send_response(304)
+            self.send_header('ETag', etag)
+            self.send_header('Content-Length', '0')
             self.end_headers()
-            self.wfile.flush()
-            self._stay_quiet(arg('n', 30.0))
-            self.close_connection = True
             return
-        if name == 'trickle':
-            n, every = arg('bytes', 1000), arg('every', 0.1)
-            self.send_response(200)
-            self.send_header('Content-Type', 'text/html')
-            self.send_header('Content-Length', str(n))
-            self.end_headers()
-            return self._trickle(b'a' * n, every)
-        if name == 'trickle-headers':
-            every = arg('every', 0.1)
-            head = (b'HTTP/1.1 200 OK\r\n' + b''.join(
-                b'X-Slow-%d: %s\r\n' % (i, b'x' * 20) for i in range(200)))
-            return self._trickle(head, every)
-        if name == 'drop':
-            self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)
-            return
-        if name == 'reset':
-            self.close_connection = True
-            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
-                                       struct.pack('ii', 1, 0))
-            self.connection.close()
-            return
-        if name == 'big':
-            n = arg('bytes', 1 << 20)
-            head, tail = b'<html><body><p>', b'</p></body></html>'
-            body = head + b'a' * max(0, n - len(head) - len(tail)) + tail
-            return self._send(200, body)
-        if name == 'gzip-bomb':
-            global _GZIP_MIB
-            if _GZIP_MIB is None:
-                _GZIP_MIB = _gzip_member()
-            mib = arg('mb', 1024)
-            self.send_response(200)
-            self.send_header('Content-Type', 'text/html')
-            self.send_header('Content-Encoding', 'gzip')
-            self.send_header('Content-Length', str(len(_GZIP_MIB) * mib))
-            self.end_headers()
-            try:
-                for _ in range(mib):   # gzip allows members one after another
-                    self.wfile.write(_GZIP_MIB)
-            except OSError:
-                pass            # the client stopped reading at its limit
-            self.close_connection = True
-            return
-        if name == 'redirect':
-            return self._send(arg('code', 302), b'',
-                              headers=[('Location', q.get('to', ['/'])[0])])
-        if name == 'redirect-loop':
-            i = (arg('i', 0) + 1) % 3
-            return self._send(302, b'', headers=[('Location', '/fault/redirect-loop?i=%d' % i)])
-        if name == 'redirect-chain':
-            n = arg('n', 3)
-            if n <= 0:
-                return self._send(200, ok)
-            return self._send(302, b'', headers=[
-                ('Location', '/fault/redirect-chain?n=%d' % (n - 1))])
-        if name == 'type':
-            return self._send(200, ok, q.get('ct', ['application/octet-stream'])[0])
-        if name == 'charset':
-            declared = q.get('declared', [None])[0]
-            body = _charset_body(q.get('actual', ['utf-8'])[0], q.get('meta', [None])[0])
-            return self._send(200, body, 'text/html' + ('; charset=' + declared
-                                                        if declared else ''))
-        if name == 'conditional':
-            etag = '"%s"' % q.get('etag', ['v1'])[0]
-            if self.headers.get('If-None-Match') == etag:
-                self.send_response(304)
-                self.send_header('ETag', etag)
-                self.send_header('Content-Length', '0')
-                self.end_headers()
-                return
-            return self._send(200, ok, headers=[('ETag', etag),
-                                                ('Last-Modified', 'Mon, 30 Nov 2026 08:00:00 GMT')])
-        return self._send(404, _page('No such fault', ''))
+        return self._send(200, ok, headers=[('ETag', etag),
+                                            ('Last-Modified', 'Mon, 30 Nov 2026 08:00:00 GMT')])
+
+
+def _arg(q, k, default):
+    """Query parameter *k* of a fault URL, as the type of its *default*."""
+    return type(default)(q.get(k, [default])[0])
 
 
 class FixtureSite:
