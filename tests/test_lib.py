@@ -223,3 +223,29 @@ def test_bookkeeping_files_follow_the_umask_like_part_files(tmp_path):
         f.write('x')
     mode = os.stat(tmp_path / 'report.json').st_mode & 0o777
     assert mode == os.stat(tmp_path / 'part-00000').st_mode & 0o777
+
+
+def test_code_stays_within_its_size_bars():
+    """Each module of jobs/ and drivers/ opens with a docstring saying what lives there,
+    is at most 500 lines, and has no function longer than 70 lines (the codebase issue's
+    bars: past them, a module or function is doing more than one thing)."""
+    import ast
+    import glob
+    import os
+    from tests.conftest import ROOT
+    too_long, undocumented = [], []
+    for path in glob.glob(os.path.join(ROOT, 'jobs', '**', '*.py'), recursive=True) + \
+            glob.glob(os.path.join(ROOT, 'drivers', '*.py')):
+        rel = os.path.relpath(path, ROOT)
+        text = open(path).read()
+        tree = ast.parse(text)
+        if not ast.get_docstring(tree):
+            undocumented.append(rel)
+        if len(text.splitlines()) > 500:
+            too_long.append('%s: %d lines' % (rel, len(text.splitlines())))
+        too_long += ['%s:%d %s: %d lines' % (rel, node.lineno, node.name,
+                                             node.end_lineno - node.lineno + 1)
+                     for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and node.end_lineno - node.lineno + 1 > 70]
+    assert undocumented == [] and too_long == []
