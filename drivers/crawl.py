@@ -236,7 +236,26 @@ class Crawl:
         # already says why it failed.
         return ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
                 self.fs.local_path(out) if self.runner != 'hadoop' else out,
-                '--cleanup-on-failure', 'ALL'] + runner_args + list(extra_args) + list(inputs)
+                '--cleanup-on-failure', 'ALL'] + runner_args + self.reduce_args(
+                    runner_name, inputs) + list(extra_args) + list(inputs)
+
+    def reduce_args(self, runner_name, inputs):
+        """``--reducers`` (hadoop.reducers) for a YARN job too big for uber mode: its
+        steps whose reducers see every page use that many (CrawlJob.wide_reduce)."""
+        h = self.conf['hadoop']
+        if runner_name != 'hadoop' or \
+                self.input_bytes(inputs, h['uber_max_bytes']) <= h['uber_max_bytes']:
+            return []
+        return ['--reducers', str(h['reducers'])]
+
+    def input_bytes(self, inputs, limit):
+        """The inputs' total size, counted only until it passes *limit*."""
+        total = 0
+        for path in inputs:
+            total += self.fs.size(path)
+            if total > limit:
+                break
+        return total
 
     @staticmethod
     def run_job(job_cls, args):
@@ -257,12 +276,7 @@ class Crawl:
                  'hadoop': self.conf['hadoop']['local_max_bytes']}.get(self.runner, 0)
         if limit <= 0 or job_cls.__name__ in self.NEVER_INLINE:
             return self.runner
-        total = 0
-        for path in inputs:
-            total += self.fs.size(path)
-            if total > limit:
-                return self.runner
-        return 'inline'
+        return self.runner if self.input_bytes(inputs, limit) > limit else 'inline'
 
     # -- the loop -------------------------------------------------------------------
 

@@ -72,6 +72,17 @@ class CrawlJob(MRJob):
                               'output are the shuffle\'s key<TAB>value lines. A Hadoop '
                               'crawl cuts a job whose first step hands on little '
                               '(drivers/hadoop.py run_cut). Default: every step.')
+        self.add_passthru_arg('--reducers', type=int, default=0,
+                              help='Hadoop: reduce tasks of the steps whose reducers see '
+                              'every page or URL (the driver gives hadoop.reducers to a '
+                              'job too big for uber mode). Default: 0 (the cluster\'s).')
+
+    def wide_reduce(self):
+        """The jobconf of a step whose reducers see every page or URL of the crawl:
+        --reducers reduce tasks, not Hadoop's default of one. (A map-only step must not
+        get it: Hadoop would add an identity reduce.)"""
+        return {'mapreduce.job.reduces': self.options.reducers} if self.options.reducers \
+            else {}
 
     def add_webhdfs_args(self, what):
         """--webhdfs-url and --hdfs-user: how a task reads or writes *what* (a folder of

@@ -29,7 +29,8 @@ class MRCurrent(CrawlJob):
     COUNTER_GROUP = C.CURRENT
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_current)]
+        return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_current,
+                       jobconf=self.wide_reduce())]
 
     def mapper_by_url(self, _, line):
         for rec in self.records(line, 'page'):

@@ -77,7 +77,8 @@ class MRDelta(CrawlJob):
                               help='This build: merged records carrying it are new.')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_sides, reducer=self.reducer_delta)]
+        return [MRStep(mapper=self.mapper_sides, reducer=self.reducer_delta,
+                       jobconf=self.wide_reduce())]
 
     def mapper_sides(self, _, line):
         for rec in self.records(line, 'merged', 'page'):

@@ -86,7 +86,7 @@ class MRIndexRows(CrawlJob):
 
     def steps(self):
         return [MRStep(mapper=self.mapper_rows, combiner=self.combiner_host_totals,
-                       reducer=self.reducer_join)]
+                       reducer=self.reducer_join, jobconf=self.wide_reduce())]
 
     def mapper_rows(self, _, line):
         """page line -> (['u', url], row) and (['h', layer, host], its totals);

@@ -89,7 +89,8 @@ class MRMerge(CrawlJob):
 
     def steps(self):
         return [MRStep(mapper_init=self.mapper_init_by_final_url,
-                       mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources),
+                       mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources,
+                       jobconf=self.wide_reduce()),
                 MRStep(reducer=self.reducer_latest),
                 MRStep(reducer=self.reducer_fold_exact),
                 MRStep(mapper=self.mapper_bands, reducer=self.reducer_candidates),

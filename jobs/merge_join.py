@@ -39,7 +39,8 @@ class MRMergeJoin(CrawlJob):
                                    'Default: %(default)s')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_join)]
+        return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_join,
+                       jobconf=self.wide_reduce())]
 
     def mapper_by_url(self, _, line):
         """merge_map line -> (url, map); page line -> (final url, page without body)."""

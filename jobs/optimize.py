@@ -34,7 +34,7 @@ class MROptimize(CrawlJob):
     def steps(self):
         return [MRStep(mapper=self.mapper_tag,
                        combiner=self.combiner_links,
-                       reducer=self.reducer_join)]
+                       reducer=self.reducer_join, jobconf=self.wide_reduce())]
 
     def mapper_tag(self, _, line):
         """db or page line -> (url, [tag, data]) for the join."""

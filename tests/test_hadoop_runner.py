@@ -93,6 +93,34 @@ def test_jobs_set_their_hadoop_settings(tmp_path):
     assert 'mapreduce.job.ubertask.enable' not in step.description(0)['jobconf']
 
 
+def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_path):
+    """hadoop.reducers reaches the steps whose reducers see every page (as the
+    driver's --reducers), only for a YARN job whose input is over uber_max_bytes, and
+    never a map-only step (Hadoop would add an identity reduce to it)."""
+    from drivers.crawl import Crawl
+    from jobs.html_to_xml import MRHtmlToXml
+    from jobs.merge import MRMerge
+    from jobs.merge_join import MRMergeJoin
+    conf = config.load(overrides=TEST_SETTINGS + ['hadoop.reducers=3',
+                                                  'hadoop.uber_max_bytes=1000'])
+    crawl = Crawl(str(tmp_path / 'crawl'), conf, runner='local', progress=lambda m: None)
+    small, big = tmp_path / 'small', tmp_path / 'big'
+    small.write_bytes(b'x' * 1000)
+    big.write_bytes(b'x' * 1001)
+    assert crawl.reduce_args('hadoop', [str(small)]) == []
+    assert crawl.reduce_args('hadoop', [str(small), str(big)]) == ['--reducers', '3']
+    assert crawl.reduce_args('local', [str(big)]) == []
+    path = conf_file(tmp_path)
+    for job, wide in ((MRMergeJoin, [True]), (MRMerge, [True] + [False] * 6),
+                      (MRHtmlToXml, [False])):
+        steps = job(['--crawl-conf', path, '--reducers', '3']).steps()
+        assert [s.description(i).get('jobconf', {}).get('mapreduce.job.reduces') == 3
+                for i, s in enumerate(steps)] == wide
+        assert all('jobconf' not in s.description(i) or 'mapreduce.job.reduces' not in
+                   s.description(i)['jobconf']
+                   for i, s in enumerate(job(['--crawl-conf', path]).steps()))
+
+
 def test_a_failed_step_is_run_again_without_uber_mode_only_if_it_ran_uber():
     """HadoopRunner._ran_uber: asked for, one reducer at most, input within the limit."""
     class Sizes:                                # input sizes, as HDFS's du gives them

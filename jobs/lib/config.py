@@ -134,7 +134,8 @@ def _validate(conf):
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
     for section, key in (('fetch', 'threads'), ('fetch', 'reducers'),
-                         ('fetch', 'max_body_bytes'), ('filter', 'max_url_length')):
+                         ('fetch', 'max_body_bytes'), ('filter', 'max_url_length'),
+                         ('hadoop', 'reducers')):
         if conf[section][key] < 1:
             raise ConfigError('%s.%s must be >= 1, got %r' % (section, key,
                                                              conf[section][key]))
