@@ -7,7 +7,7 @@ import tracemalloc
 import pytest
 
 from drivers.fixture_site import FixtureSite
-from jobs.lib import encoding, fetcher, httpio, netpolicy, plan, politeness, records as R
+from jobs.lib import counters as C, encoding, fetcher, httpio, netpolicy, plan, politeness, records as R
 from tests.conftest import test_conf
 
 #: Small delays and limits so that each fault costs well under a second or two.
@@ -111,13 +111,15 @@ def test_gzip_bomb_stays_small_in_memory(site):
 
 
 def test_content_types(site):
-    docs, _ = fetch_paths(site, ['/fault/type?ct=image/png',
-                                 '/fault/type?ct=application/xhtml%2Bxml',
-                                 '/fault/type?ct=application/pdf'],
-                          'fetch.keep_types=["application/pdf"]')
+    docs, hf = fetch_paths(site, ['/fault/type?ct=image/png',
+                                  '/fault/type?ct=application/xhtml%2Bxml',
+                                  '/fault/type?ct=application/pdf'],
+                           'fetch.keep_types=["application/pdf"]')
     png, xhtml, pdf = docs
+    # A type no parser reads: cut short at its headers (the body never read), counted.
     assert png['status'] == R.FETCH_FETCHED and png['body'] is None and png['length'] == 0
     assert png['content_type'] == 'image/png'
+    assert hf.stats[C.TYPE_NOT_PARSED] == 1
     assert xhtml['body'] and 'survived' in xhtml['body']          # XHTML is parsed
     assert pdf['body'] is None and pdf['raw_body'] and pdf['length'] > 0   # kept, raw
 

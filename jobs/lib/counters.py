@@ -33,6 +33,8 @@ CRAWL_DELAY_RAISED = 'crawl_delay_raised_keys_total'  #: keys whose robots.txt C
 #: raised their delay above politeness.delay
 RESOURCES_FETCHED = 'resources_fetched_total'      #: secondary resources read (digest, no body)
 RESOURCES_TRUNCATED = 'resources_truncated_total'  #: of which cut at their max_bytes
+#: fetched responses of a type the crawl neither parses nor keeps: headers read, body not
+TYPE_NOT_PARSED = 'type_not_parsed_total'
 PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a reducer
 # Deferred URLs are also counted by status and reason: fetch_deferred_time_budget_total,
 # fetch_deferred_host_failures_total, fetch_deferred_robots_503_total...

@@ -281,7 +281,10 @@ class HostFetcher:
             return
         html = encoding.is_html(mime)
         if not html and mime not in self.keep_types:
-            return      # other types: metadata only (the body is never read)
+            # A type no parser reads (a link the extension filter could not tell):
+            # metadata only, the body is never read.
+            self._stat(C.TYPE_NOT_PARSED)
+            return
         body, truncated = self.http.read_body(resp, self.max_body, deadline)
         doc['length'] = len(body)
         doc['truncated'] = truncated
