@@ -102,7 +102,7 @@ def bench_extract_links(text, url):
 def make_job_path():
     conf = config.load()
     normalize = urls.normalizer(conf)
-    link_filter = filters.LinkFilter(conf['filter'])
+    link_filter = filters.LinkFilter.for_conf(conf)
     max_links = conf['parse']['max_links_per_page']
 
     def job_path(text, url):

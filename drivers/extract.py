@@ -105,7 +105,7 @@ def run(args):
         parsed = html.parse(text, page_url, tree=tree)
         site_allows = site.link_allowed if site.follow or site.deny else None
         kept, rejected = filters.select_links(
-            parsed['links'], page_url, normalize, filters.LinkFilter(conf['filter']),
+            parsed['links'], page_url, normalize, filters.LinkFilter.for_conf(conf),
             site_allows, conf['parse']['max_links_per_page'])
         by_reason = {}
         for reason, url in rejected:

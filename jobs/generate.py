@@ -192,7 +192,7 @@ class MRGenerate(CrawlJob):
             return None
         if not hasattr(self, '_link_filter'):
             from jobs.lib.filters import LinkFilter
-            self._link_filter = LinkFilter(self.conf['filter'])
+            self._link_filter = LinkFilter.for_conf(self.conf)
         reason = self._link_filter.reason(db['url'])
         return 'filter_' + reason if reason else None
 

@@ -60,8 +60,10 @@ def check_whole_output(site, out, report):
             k[len('link_rejected_'):-len('_total')]: v for k, v in parse.items()
             if k.startswith('link_rejected_')}
     assert any(row['links_rejected'] for row in report['layers'])
+    # The home page's link to /image.png is not followed: no parser reads its type.
+    assert report['layers'][0]['links_rejected']['extension'] == 1
     row1 = report['layers'][1]
-    assert row1['urls_in'] == row1['accounted'] == 10
+    assert row1['urls_in'] == row1['accounted'] == 9
     assert row1['robots_denied'] == 1 and row1['http_error'] == 1
 
     # xml/: one valid document per distinct indexable page.

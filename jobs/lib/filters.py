@@ -9,7 +9,9 @@ the reason it is rejected. Reasons (the counter is ``link_rejected_<reason>_tota
 - ``include``: ``include`` regexes are set and none matches;
 - ``scope``: outside ``scope`` (``host``: the linking page's host name; ``domain``: its
   registered domain, by the Public Suffix List; ``any``: no limit);
-- ``extension``: the last path segment ends in one of ``deny_extensions``;
+- ``extension``: the last path segment ends in one of ``deny_extensions`` (by default
+  images, audio, video, archives, office files, executables, fonts: types no parser of
+  the crawl reads), unless the crawl keeps that type (``fetch.keep_types``);
 - ``path_depth``: more than ``max_path_depth`` path segments;
 - ``repeated_segments``: a path segment occurs more than ``max_segment_repeats`` times
   (``/a/b/a/b/a/b``: calendar and relative-link traps).
@@ -19,6 +21,7 @@ per layer is not here: it needs all of a host's URLs at once, so MRGenerate's re
 (keyed by host) enforces it.
 """
 import functools
+import mimetypes
 import re
 
 from jobs.lib import config, urls
@@ -82,10 +85,25 @@ def repeated_segment(path, max_repeats):
     return False
 
 
-class LinkFilter:
-    """The ``[filter]`` settings, compiled; ``reason(url, page_url)`` decides a link."""
+def kept_extensions(keep_types):
+    """The file extensions of MIME types the crawl keeps (``fetch.keep_types``): links to
+    them are followed whatever ``deny_extensions`` says. Python's own type table only,
+    not the machine's mime.types, so every node decides the same."""
+    table = mimetypes.MimeTypes(filenames=())
+    return frozenset(ext for t in keep_types
+                     for ext in table.guess_all_extensions(t.lower(), strict=False))
 
-    def __init__(self, conf):
+
+class LinkFilter:
+    """The ``[filter]`` settings, compiled; ``reason(url, page_url)`` decides a link.
+    *keep_types*: ``fetch.keep_types`` (:func:`kept_extensions`)."""
+
+    @classmethod
+    def for_conf(cls, conf):
+        """The link filter of a resolved configuration."""
+        return cls(conf['filter'], conf['fetch']['keep_types'])
+
+    def __init__(self, conf, keep_types=()):
         self.max_len = conf['max_url_length']
         self.include = compile_patterns(conf['include'], 'filter.include')
         self.exclude = compile_patterns(conf['exclude'], 'filter.exclude')
@@ -94,7 +112,7 @@ class LinkFilter:
             raise FilterError('filter.scope must be one of %s, got %r' % (
                 ', '.join(SCOPES), self.scope))
         self.extensions = frozenset('.' + e.lower().lstrip('.')
-                                    for e in conf['deny_extensions'])
+                                    for e in conf['deny_extensions']) - kept_extensions(keep_types)
         self.max_depth = conf['max_path_depth']
         self.max_repeats = conf['max_segment_repeats']
 

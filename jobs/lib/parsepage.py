@@ -44,7 +44,7 @@ class PageParser:
         self.count = count
         self.keep = frozenset(keep)
         self.normalize = urls.normalizer(conf)
-        self.link_filter = filters.LinkFilter(conf['filter'])
+        self.link_filter = filters.LinkFilter.for_conf(conf)
         self.sites = sites.SiteIndex(conf.get('sites'))
         self.topic = topic.Profile.from_conf(conf['topic'])
         self.sitemaps = conf['sitemaps']
