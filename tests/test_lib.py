@@ -72,6 +72,26 @@ def test_robots_other_agent_group_and_rules_object():
     assert not robots.Rules(deny_all=True).allowed('http://a.com/')
 
 
+@pytest.mark.parametrize('text,bot,url,allowed', [
+    # RFC 9309 2.2.4: lines that are not group members (Sitemap, unknown keys, comments,
+    # blank lines) do not end a group: a and b share "Disallow: /" in each of these.
+    ('User-agent: a\nFoo: bar\nUser-agent: b\nDisallow: /\n', 'a', 'http://x/', False),
+    ('User-agent: a\nSitemap: http://x/s.xml\nUser-agent: b\nDisallow: /\n', 'a',
+     'http://x/', False),
+    ('User-agent: a\n# note\n\nUser-agent: b\nDisallow: /\n', 'a', 'http://x/', False),
+    # ... nor does one inside a group end its rules.
+    ('User-agent: a\nDisallow: /x\nNoindex: /z\nDisallow: /y\n', 'a', 'http://x/y', False),
+    ('User-agent: a\nDisallow: /x\nFoo: bar\nUser-agent: b\nDisallow: /\n', 'b',
+     'http://x/x', False),
+    # A user-agent line after rules starts a new group.
+    ('User-agent: a\nDisallow: /x\nUser-agent: b\nDisallow: /\n', 'a', 'http://x/', True),
+    # Keys are case-insensitive; a line without a colon is kept for Protego to judge.
+    ('USER-AGENT: a\nDISALLOW: /\n', 'a', 'http://x/', False),
+])
+def test_robots_group_rules_follow_rfc_9309(text, bot, url, allowed):
+    assert robots.can_fetch(text, bot + '/1.0', url) is allowed
+
+
 @pytest.mark.parametrize('body,ctype,expected', [
     (b'abc', 'text/html; charset=ISO-8859-1', 'windows-1252'),
     (b'\xef\xbb\xbfabc', 'text/html; charset=latin1', 'utf-8'),   # BOM wins

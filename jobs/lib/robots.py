@@ -2,11 +2,32 @@
 
 Protego matches groups by user-agent product token, applies the longest matching
 Allow/Disallow rule with ``*`` and ``$``, and exposes Crawl-delay and Sitemap lines.
+Lines with a key Protego does not read are dropped before it parses (:func:`parse`).
 """
 from protego import Protego
 
 #: Bytes of robots.txt parsed; RFC 9309 asks crawlers to parse at least 500 KiB.
 MAX_ROBOTS_BYTES = 500 * 1024
+
+#: The keys Protego reads, with the spellings it accepts. RFC 9309 (2.2.4): other
+#: records are not group members and must not end a group, but Protego lets any key end
+#: a group's user-agent lines ("User-agent: a / Foo: x / User-agent: b / Disallow: /"
+#: left a without rules), so lines with another key are dropped first.
+KNOWN_KEYS = frozenset({
+    'user-agent', 'useragent', 'user agent', 'allow',
+    'disallow', 'dissallow', 'dissalow', 'disalow', 'diasllow', 'disallaw',
+    'sitemap', 'sitemaps', 'site-map', 'crawl-delay', 'crawl delay',
+    'request-rate', 'request rate', 'visit-time', 'visit time', 'host'})
+
+
+def _known_lines(text):
+    """*text* without the lines whose key (before a colon) is not in KNOWN_KEYS."""
+    kept = []
+    for line in text.splitlines():
+        key, colon, _ = line.split('#', 1)[0].partition(':')
+        if not colon or key.strip().lower() in KNOWN_KEYS:
+            kept.append(line)
+    return '\n'.join(kept)
 
 
 def parse(robots_txt):
@@ -17,7 +38,7 @@ def parse(robots_txt):
         robots_txt = robots_txt[:MAX_ROBOTS_BYTES].decode('utf-8', 'replace')
     else:
         robots_txt = robots_txt[:MAX_ROBOTS_BYTES]
-    return Protego.parse(robots_txt)
+    return Protego.parse(_known_lines(robots_txt))
 
 
 def product_token(user_agent):
