@@ -13,7 +13,7 @@ Counts, from the requests the server actually saw (only those whose User-Agent c
 - robots_violations: requests for paths the host's robots.txt disallows;
 - politeness_violations: consecutive requests to one host closer than delay - 10 ms
   (by $msec, the time nginx logged the response; robots.txt requests included);
-- robots_requests, and the status codes.
+- robots_requests, requests_to_images (/img/: gen_web.py --images), and the status codes.
 """
 import argparse
 import json
@@ -43,7 +43,7 @@ def analyze(manifest, log_path, delay, agent):
     seen = Counter()
     answered = set()     # URLs answered below 400
     statuses = Counter()
-    robots_requests = robots_violations = beyond_hits = nbytes = 0
+    robots_requests = robots_violations = beyond_hits = nbytes = images = 0
     first = last = None
     for t, ip, uri, status, size in parse_log(log_path, agent):
         first = t if first is None else min(first, t)
@@ -54,6 +54,8 @@ def analyze(manifest, log_path, delay, agent):
             continue
         statuses[status] += 1
         nbytes += size
+        if uri.startswith('/img/'):
+            images += 1
         # The fragment never reaches the server; the path is compared as sent.
         seen['%s %s' % (ip, uri)] += 1
         if status < 400:
@@ -81,6 +83,7 @@ def analyze(manifest, log_path, delay, agent):
         'coverage': round(covered / len(reachable), 4) if reachable else None,
         'beyond_depth': beyond_hits,
         'robots_requests': robots_requests,
+        'requests_to_images': images,
         'robots_violations': robots_violations,
         'politeness_violations': violations,
         'min_gap_same_host': round(min_gap, 4) if min_gap is not None else None,

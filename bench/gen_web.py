@@ -24,6 +24,11 @@ every URL reachable from the seeds (robots-allowed), its shortest link distance,
 a breadth-first search over the generated links (not assumed from the levels), the
 disallowed prefixes per host, and the politeness lower bounds for a given delay.
 
+``--images``: every page also links an image with ``<a href=".../N.png">`` and embeds
+one with ``<img>`` (small PNG files under /img/), as real pages do. A text crawler should
+spend no politeness slot on them: they are not in the manifest's reachable URLs, and
+their requests are counted apart by the analysis (``requests_to_images``).
+
 ``--change F`` changes a web generated before, in place, as time changes a real one (a
 crawl cycle's refresh is measured on it, bench/refresh.py): a fraction F of its
 reachable pages (not the seeds), half edited (a paragraph added: a new digest, the same
@@ -34,6 +39,8 @@ import argparse
 import json
 import os
 import random
+import struct
+import zlib
 from collections import defaultdict, deque
 
 WORDS_RNG_SEED = 1234
@@ -158,6 +165,31 @@ def render(rng, h, title, links, sentences, args):
     return ''.join(parts)
 
 
+def _png():
+    """A 1x1 grey PNG: what the image links of --images serve."""
+    def chunk(kind, data):
+        return (struct.pack('>I', len(data)) + kind + data +
+                struct.pack('>I', zlib.crc32(kind + data) & 0xffffffff))
+    return (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 1, 1, 8, 0, 0, 0, 0))
+            + chunk(b'IDAT', zlib.compress(b'\x00\x80')) + chunk(b'IEND', b''))
+
+
+PNG = _png()
+IMAGES_PER_HOST = 40
+
+
+def with_images(rng, root, html):
+    """*html* with a link to an image and an embedded one, both under /img/ (written)."""
+    linked, shown = ('/img/%d.png' % rng.randrange(IMAGES_PER_HOST) for _ in range(2))
+    for name in (linked, shown):
+        if not os.path.exists(os.path.join(root, name.lstrip('/'))):
+            os.makedirs(os.path.join(root, 'img'), exist_ok=True)
+            with open(os.path.join(root, name.lstrip('/')), 'wb') as f:
+                f.write(PNG)
+    return html.replace('</main>', '<p><a href="%s">Picture</a> <img src="%s" alt="">'
+                        '</p>\n</main>' % (linked, shown), 1)
+
+
 def write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, 'w', encoding='utf-8') as f:
@@ -225,6 +257,8 @@ def main(argv=None):
     p.add_argument('--min-size', type=int, default=3000)
     p.add_argument('--max-size', type=int, default=150000)
     p.add_argument('--delay', type=float, default=0.5, help='Delay for the bounds in the manifest.')
+    p.add_argument('--images', action='store_true',
+                   help='Link and embed an image on every page (see above).')
     p.add_argument('--change', type=float, default=None, metavar='F',
                    help='Change a fraction F of the pages of the web in --out (see above).')
     args = p.parse_args(argv)
@@ -252,6 +286,10 @@ def main(argv=None):
             links = page_links(rng, h, hosts, level, path, args)
             title = 'Page %s on %s' % (path, h.ip)
             html = render(rng, h, title, links, sentences, args)
+            if args.images:
+                # Its own generator, so that the pages stay byte-identical to a web
+                # generated without --images.
+                html = with_images(random.Random('%s %s' % (h.ip, path)), root, html)
             fname = 'index.html' if path == '/' else path.lstrip('/')
             write(os.path.join(root, fname), html)
             url = base + path

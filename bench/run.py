@@ -50,7 +50,8 @@ POINTS = {
     'tiny': dict(hosts=10, pages=50, depth=2, delay=0.0),
     # issue 17: where a job's fixed cost on YARN dominates (--crawlers mrcrawl-yarn,...)
     'yarn20': dict(hosts=20, pages=60, depth=3, delay=0.0),
-    'polite': dict(hosts=20, pages=60, depth=3, delay=0.5),
+    # issue 20: pages link images too, which a text crawler should not spend a slot on
+    'polite': dict(hosts=20, pages=60, depth=3, delay=0.5, images=True),
     'cpu1x': dict(hosts=100, pages=200, depth=5, delay=0.0),
     'cpu4x': dict(hosts=200, pages=400, depth=5, delay=0.0),
     'cpu10x': dict(hosts=400, pages=500, depth=5, delay=0.0),
@@ -64,7 +65,8 @@ SCRAPY_PY = os.path.join(BENCH, '.venv-scrapy', 'bin', 'python')
 
 def generate(name, p):
     web = os.path.join(WORK, 'web-' + name)
-    want = dict(hosts=p['hosts'], pages=p['pages'], depth=p['depth'], port=PORT)
+    want = dict(hosts=p['hosts'], pages=p['pages'], depth=p['depth'], port=PORT,
+                images=p.get('images', False))
     man = os.path.join(web, 'manifest.json')
     if os.path.exists(man):
         with open(man) as f:
@@ -76,7 +78,8 @@ def generate(name, p):
     subprocess.run([sys.executable, os.path.join(BENCH, 'gen_web.py'), '--out', web,
                     '--hosts', str(p['hosts']), '--pages', str(p['pages']),
                     '--depth', str(p['depth']), '--port', str(PORT),
-                    '--delay', str(p['delay'] or 0.5)], check=True)
+                    '--delay', str(p['delay'] or 0.5)] +
+                   (['--images'] if p.get('images') else []), check=True)
     print('generated %s in %.1fs' % (web, time.monotonic() - t), flush=True)
     return web
 
