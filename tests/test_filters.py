@@ -215,6 +215,41 @@ def test_page_resolver_agrees_with_the_url_standard(base, href):
     assert resolver(href) == urls.resolve(base, href)    # cached answer too
 
 
+@settings(max_examples=300, deadline=None)
+@given(base=st.sampled_from(_BASES), href=_HREF_CHARS,
+       encoding=st.sampled_from(['windows-1252', 'shift_jis', 'koi8-r', 'utf-8']))
+def test_page_resolver_agrees_with_resolve_in_any_document_encoding(base, href, encoding):
+    resolver = urls.PageResolver(base, encoding)
+    assert resolver(href) == urls.resolve(base, href, urls.query_encoder(encoding))
+
+
+@pytest.mark.parametrize('encoding,href,url', [
+    # URL standard: an http(s) link's query is encoded in the document's encoding ...
+    ('windows-1252', '/s?q=caf\u00e9', 'http://h.com/s?q=caf%E9'),
+    ('ISO-8859-1', '/s?q=caf\u00e9&x=\u00fc', 'http://h.com/s?q=caf%E9&x=%FC'),
+    ('koi8-r', '/s?q=\u043c\u0438\u0440', 'http://h.com/s?q=%CD%C9%D2'),
+    ('shift_jis', '/s?q=\u65e5\u672c', 'http://h.com/s?q=%93%FA%96%7B'),
+    # ... a character it cannot hold as &#N; ...
+    ('windows-1252', '/s?q=\u65e5', 'http://h.com/s?q=%26%2326085%3B'),
+    # ... while the path and the fragment stay UTF-8, and UTF-8/UTF-16 pages use UTF-8.
+    ('windows-1252', '/caf\u00e9?q=\u00e9#\u00e9', 'http://h.com/caf%C3%A9?q=%E9#%C3%A9'),
+    ('windows-1252', '/a#x?q=\u00e9', 'http://h.com/a#x?q=%C3%A9'),
+    ('utf-16le', '/s?q=caf\u00e9', 'http://h.com/s?q=caf%C3%A9'),
+    (None, '/s?q=caf\u00e9', 'http://h.com/s?q=caf%C3%A9'),
+    ('no-such-encoding', '/s?q=caf\u00e9', 'http://h.com/s?q=caf%C3%A9'),
+])
+def test_a_links_query_is_encoded_in_the_documents_encoding(tmp_path, encoding, href, url):
+    from jobs.lib import html
+    page = '<a href="%s">x</a>' % href
+    assert html.parse(page, 'http://h.com/', encoding=encoding)['links'][0]['url'] == url
+    # Through the parse job (the fetch recorded the document's encoding; links are
+    # kept without their fragment).
+    docs = [{'kind': 'doc', 'url': 'http://h.com/', 'status': 'fetched', 'encoding': encoding,
+             'final_url': 'http://h.com/', 'body': page, 'headers': {}}]
+    out, _ = run_job(MRParse, _conf_file(tmp_path), docs)
+    assert [l['url'] for l in out[0]['links']] == [url.split('#')[0]]
+
+
 def test_links_to_types_no_parser_reads_are_denied_by_default_unless_kept():
     """The default deny_extensions (Scrapy's IGNORED_EXTENSIONS and more): images,
     media, archives, office files, executables, fonts. A type kept with fetch.keep_types

@@ -94,7 +94,7 @@ def tree(html):
     return LexborHTMLParser(limit_nesting(html))
 
 
-def parse(html, base_url, max_text_chars=None, tree=None, headings=True):
+def parse(html, base_url, max_text_chars=None, tree=None, headings=True, encoding=None):
     """Parse one page. Returns a dict:
 
     title (str|None), text (str), links (list of {url, text, rel, tag}, resolved,
@@ -104,7 +104,8 @@ def parse(html, base_url, max_text_chars=None, tree=None, headings=True):
     headings (list of {level: 1..6, text}, in document order, at most MAX_HEADINGS).
     A *tree* from :func:`tree` is used instead of parsing *html* again; it is changed
     (non-text elements removed), so run other queries on it first. With
-    ``headings=False`` the headings are not collected (an empty list).
+    ``headings=False`` the headings are not collected (an empty list). *encoding*: the
+    document's, for the non-ASCII characters of its links' queries (URL standard).
     """
     if tree is None:
         tree = LexborHTMLParser(limit_nesting(html))
@@ -116,10 +117,10 @@ def parse(html, base_url, max_text_chars=None, tree=None, headings=True):
     base = base_url
     if base_node is not None:
         base = urls.resolve(base_url, base_node.attributes.get('href')) or base_url
-    scan = _scan(tree, base, watch_base=head is not None and base_node is None)
+    scan = _scan(tree, base, head is not None and base_node is None, encoding)
     if scan[-1] is not None:
         base = urls.resolve(base_url, scan[-1]) or base_url
-        scan = _scan(tree, base, watch_base=False)
+        scan = _scan(tree, base, False, encoding)
     links, canonical, robots, description, og_description, _ = scan
     if canonical is not None:
         canonical = urls.resolve(base, canonical)
@@ -158,11 +159,11 @@ def parse(html, base_url, max_text_chars=None, tree=None, headings=True):
     }
 
 
-def _scan(tree, base, watch_base):
+def _scan(tree, base, watch_base, encoding=None):
     """One pass over the link-bearing elements: (links, canonical href, meta robots,
     description, og:description, href of a <base> found in the body when *watch_base*
     (the caller then scans again with it), else None."""
-    resolve = urls.PageResolver(base)
+    resolve = urls.PageResolver(base, encoding)
     links = []        # one pass, in document order
     canonical = None
     robots = ''

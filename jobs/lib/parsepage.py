@@ -107,7 +107,8 @@ class PageParser:
             tree = html.tree(body)
             if site is not None:
                 self.extract_site(page, site, body, base, tree)
-            parsed = html.parse(body, base, limits['max_text_chars'], tree=tree)
+            parsed = html.parse(body, base, limits['max_text_chars'], tree=tree,
+                                encoding=doc.get('encoding'))
         except Exception as e:   # a parser failure costs the links, not the record
             self.count(C.PARSE_ERROR)
             page['parse_error'] = type(e).__name__

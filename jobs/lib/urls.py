@@ -5,6 +5,7 @@ one spelling that crawldb and in/ use, so equivalent spellings are one URL. Both
 None for what cannot be an http(s) URL. ``normalizer(conf)`` is ``normalize`` with the
 crawl's configured query options (``parse.sort_query``, ``parse.strip_params``).
 """
+import codecs
 import fnmatch
 import functools
 import ipaddress
@@ -17,11 +18,53 @@ SCHEMES = ('http:', 'https:')
 _WS = ' \t\n\r\f'
 
 
-def resolve(base, href):
-    """Absolute URL of *href* seen on a page at *base*, or None if it is not a URL."""
+def query_encoder(encoding):
+    """The document's encoding as the URL standard uses it for a link's query, or None
+    when that is UTF-8 anyway (UTF-8 itself, UTF-16: the standard says UTF-8 for it,
+    no encoding, or one Python does not know)."""
+    if not encoding:
+        return None
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return None
+    return None if name in ('utf-8', 'utf-16', 'utf-16-be', 'utf-16-le') else name
+
+
+def encode_query(href, encoding):
+    """*href* with the non-ASCII characters of its query percent-encoded in the
+    document's *encoding* (a :func:`query_encoder` name), as the WHATWG URL standard
+    does for an http(s) link of a page in that encoding; the path and the fragment stay
+    UTF-8. A character the encoding cannot represent becomes ``%26%23N%3B`` (``&#N;``),
+    as the standard's encoder gives it."""
+    q = href.find('?')
+    frag = href.find('#')
+    if q == -1 or -1 < frag < q:
+        return href
+    end = len(href) if frag == -1 else frag
+    query = href[q + 1:end]
+    if query.isascii():
+        return href
+    out = []
+    for ch in query:
+        if ch < '\x80':
+            out.append(ch)
+            continue
+        try:
+            out.append(''.join('%%%02X' % b for b in ch.encode(encoding)))
+        except UnicodeEncodeError:
+            out.append('%%26%%23%d%%3B' % ord(ch))
+    return href[:q + 1] + ''.join(out) + href[end:]
+
+
+def resolve(base, href, encoding=None):
+    """Absolute URL of *href* seen on a page at *base*, or None if it is not a URL.
+    *encoding*: the page's (:func:`query_encoder`), for the query's characters."""
     if href is None:
         return None
     href = href.strip(_WS)
+    if encoding is not None:
+        href = encode_query(href, encoding)
     try:
         return ada_url.join_url(base, href) if base else ada_url.URL(href).href
     except ValueError:
@@ -119,8 +162,9 @@ class PageResolver:
     :func:`resolve` (tests/test_filters.py checks this on random input).
     """
 
-    def __init__(self, base):
+    def __init__(self, base, encoding=None):
         self.base = base
+        self.encoding = query_encoder(encoding)
         self.cache = {}
         self.paths = {}
         self.origin = None
@@ -142,6 +186,9 @@ class PageResolver:
             return url
         if href is None:
             return None
+        key = href
+        if self.encoding is not None:
+            href = encode_query(href, self.encoding)
         m = _PLAIN_REF_RE.match(href) if self.origin is not None else None
         if m is None or href.startswith('//'):
             url = resolve(self.base, href)
@@ -157,7 +204,7 @@ class PageResolver:
                     prefix = self.paths[path] = self.origin + _remove_dot_segments(
                         path if path[0] == '/' else self.dir + path)
             url = prefix + (query or '') + (frag or '')
-        self.cache[href] = url
+        self.cache[key] = url
         return url
 
 
