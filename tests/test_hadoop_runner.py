@@ -55,6 +55,57 @@ def test_the_deps_archive_holds_only_what_the_crawl_imports(tmp_path):
     assert [rel for rel in kept + gone if (tmp_path / rel).exists()] == kept
 
 
+def test_every_module_the_jobs_import_is_in_the_deps_archive():
+    """Each third-party module imported anywhere in jobs/ (lazy imports too) belongs to
+    a distribution the archive installs: TASK_DISTRIBUTIONS and what they require, or
+    an optional one (shipped when its setting asks for it). lxml once came only through
+    trafilatura, and the XML job failed on YARN when trafilatura went optional."""
+    import ast
+    import glob
+    import re
+    import sys
+    from importlib import metadata
+    from tests.conftest import ROOT
+
+    def requires(dist):
+        try:
+            reqs = metadata.requires(dist) or ()
+        except metadata.PackageNotFoundError:    # its marker excludes this Python
+            return
+        for req in reqs:
+            if 'extra ==' not in req:
+                yield re.split(r'[\s;<>=!~\[(]', req, 1)[0]
+
+    def norm(name):
+        return re.sub(r'[-_.]+', '-', name).lower()
+
+    shipped, todo = set(), list(hadoop.TASK_DISTRIBUTIONS)
+    while todo:
+        dist = norm(todo.pop())
+        if dist not in shipped:
+            shipped.add(dist)
+            todo.extend(requires(dist))
+    optional = {norm(d) for dists in hadoop.OPTIONAL_DISTRIBUTIONS.values() for d in dists}
+    providers = metadata.packages_distributions()
+    missing = set()
+    for path in glob.glob(os.path.join(ROOT, 'jobs', '**', '*.py'), recursive=True):
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split('.')[0]
+                if top in sys.stdlib_module_names or top in ('jobs', 'drivers', 'tests'):
+                    continue
+                dists = {norm(d) for d in providers.get(top, [top])}
+                if not dists & (shipped | optional):
+                    missing.add('%s (%s)' % (top, os.path.relpath(path, ROOT)))
+    assert not missing, sorted(missing)
+
+
 def test_one_fetch_reducer_only_when_it_costs_no_politeness_time():
     conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0', 'fetch.threads=32'])
     ok = lambda urls, hosts, c=conf: hadoop.one_fetch_reducer(c, urls, hosts, 0.02)  # noqa
