@@ -51,6 +51,13 @@ from jobs.lib import counters as C, fetcher, plan, politeness, records as R
 from jobs.lib.netpolicy import Resolver
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
+
+
+def _by_priority(rec):
+    """Sort key of a url record: the highest ``priority`` first (none: last), ties kept
+    in input order."""
+    p = rec.get('priority')
+    return -p if isinstance(p, (int, float)) and not isinstance(p, bool) else float('inf')
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
 
 
@@ -188,7 +195,10 @@ class MRFetch(CrawlJob):
             while self.active >= self.threads:
                 yield from self._drain(block=True)
             self.active += 1
-            self.pool.submit(self._run_host, pkey, by_key.pop(pkey))
+            # Each key's URLs in priority order (generate.strategy): a time budget or a
+            # failing host then cuts the least important ones.
+            items = sorted(by_key.pop(pkey), key=_by_priority)
+            self.pool.submit(self._run_host, pkey, items)
             yield from self._drain(block=False)
 
     def reducer_final_drain(self):

@@ -69,7 +69,8 @@ _RESOURCE_FIELDS = ('resource_of', 'resource_name', 'max_bytes')
 
 
 def priority(cand, strategy, topic_weight=0.0, host_weight=0.0):
-    """Sort key of a candidate: the smallest come first."""
+    """Sort key of a candidate: the smallest come first. Its first item is minus the
+    candidate's value (the url record's ``priority``)."""
     depth, url, inlinks, topic_inlinks, score, pagerank = cand[:6]
     if strategy == 'backlinks':
         value = float(inlinks)
@@ -276,7 +277,7 @@ class MRGenerate(CrawlJob):
             if gen['top_n']:
                 yield None, [key, cand]
             else:
-                yield None, self._url_record(cand)
+                yield None, self._url_record(cand, key)
         if any_url and not gen['top_n']:
             self.count(C.GENERATED_HOSTS)
 
@@ -289,12 +290,18 @@ class MRGenerate(CrawlJob):
         n, best = _keep_best(((tuple(k), c) for k, c in keyed), self.conf['generate']['top_n'])
         self.count(C.OVER_TOP_N, n - len(best))
         self.count(C.GENERATED_HOSTS, len({urls.host(c[1]) for _, c in best}))
-        for _, cand in best:
-            yield None, self._url_record(cand)
+        for key, cand in best:
+            yield None, self._url_record(cand, key)
 
-    def _url_record(self, cand):
+    def _url_record(self, cand, key=None):
+        """The url record of a candidate; *key*: its :func:`priority` (none for a
+        resource), whose value orders its host's URLs in the fetch. bfs gives every URL
+        of a layer the same value, so there its in-link count (bfs's tie-break) does."""
         self.count(C.GENERATED)
         rec = {'kind': 'url', 'url': cand[1], 'depth': cand[0], 'score': cand[4]}
+        if key is not None:
+            rec['priority'] = float(cand[2]) if self.conf['generate']['strategy'] == 'bfs' \
+                else -key[0]
         if cand[6]:
             rec.update(cand[6])
         return rec

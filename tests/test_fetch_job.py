@@ -70,8 +70,9 @@ def test_many_hosts_fetched_at_once_politely(tmp_path):
 
 def test_time_budget_defers_and_loses_nothing(tmp_path):
     with FixtureSite('127.0.0.2') as site:
-        records = [{'kind': 'url', 'url': site.url('/a.html?i=%d' % i), 'depth': 1}
-                   for i in range(40)]
+        # in/ order is the reverse of the priority order: the fetch must follow priority.
+        records = [{'kind': 'url', 'url': site.url('/a.html?i=%d' % i), 'depth': 1,
+                    'priority': float(i)} for i in range(40)]
         docs, counters = run(MRFetch, tmp_path, records, 'fetch.time_budget=1.0',
                              'politeness.delay=0.1')
         check_one_doc_each(records, docs, counters)
@@ -83,6 +84,10 @@ def test_time_budget_defers_and_loses_nothing(tmp_path):
         asked = set(site.paths())
         assert not any(d['url'][len(site.url('')):] in asked for d in deferred)
         assert all(d['depth'] == 1 for d in deferred)
+        # What the budget cut are the least important URLs.
+        rank = {r['url']: r['priority'] for r in records}
+        fetched = [d for d in docs if d['status'] != R.FETCH_DEFERRED]
+        assert min(rank[d['url']] for d in fetched) > max(rank[d['url']] for d in deferred)
 
 
 def test_ip_key_puts_two_names_of_one_server_on_one_connection(tmp_path):

@@ -98,6 +98,15 @@ def test_strategies_and_top_n(tmp_path, strategy, expected):
                             candidates(), '--max-depth', '3')
     assert counters['generate']['generated_total'] == 6
     assert counters['generate']['generated_hosts_total'] == 2
+    # Each url record carries the value its host's URLs are fetched in order of, the
+    # strategy's own (bfs: the in-link count, its tie-break within a layer).
+    by_url = {r['url']: r['priority'] for r in out}
+    ranked = sorted(by_url, key=lambda u: (-by_url[u], u))
+    assert ranked[:2] == expected
+    if strategy == 'opic':
+        assert by_url == {c['url']: c['score'] for c in candidates()}
+    if strategy in ('bfs', 'backlinks'):
+        assert by_url == {c['url']: float(c['inlinks']) for c in candidates()}
 
 
 def test_pagerank_strategy_crawl_with_top_n(site, tmp_path):
