@@ -288,16 +288,17 @@ def test_resources_join_their_parent_or_its_leader_and_are_never_pages(conf_file
     assert merged['duplicates'] == ['http://h/p-copy']
     assert merged['resources'] == [
         {'name': 'image', 'url': 'http://cdn/d.png', 'status': 'fetched',
-         'content_type': 'image/png', 'length': 3, 'digest': 'sha1:http://cdn/d.png',
-         'http_status': 200, 'reason': None},
+         'content_type': 'image/png', 'length': 3, 'truncated': None,
+         'digest': 'sha1:http://cdn/d.png', 'http_status': 200, 'reason': None},
         {'name': 'poster', 'url': 'http://cdn/p.jpg', 'status': 'http_error',
-         'content_type': None, 'length': 0, 'digest': None, 'http_status': 404,
-         'reason': 'http_404'},
+         'content_type': None, 'length': 0, 'truncated': None, 'digest': None,
+         'http_status': 404, 'reason': 'http_404'},
         {'name': 'video', 'url': 'http://cdn/v.mp4', 'status': 'fetched',
-         'content_type': 'video/mp4', 'length': 7, 'digest': 'sha1:http://cdn/v.mp4',
-         'http_status': 200, 'reason': None},
+         'content_type': 'video/mp4', 'length': 7, 'truncated': None,
+         'digest': 'sha1:http://cdn/v.mp4', 'http_status': 200, 'reason': None},
         {'name': 'thumb', 'url': 'http://cdn/t.jpg', 'status': None, 'content_type': None,
-         'length': None, 'digest': None, 'http_status': None, 'reason': 'not_fetched'}]
+         'length': None, 'truncated': None, 'digest': None, 'http_status': None,
+         'reason': 'not_fetched'}]
     m, j = counters['merge'], counters['merge_join']
     assert m['resources_attached_total'] == 3
     assert m['resources_parent_not_a_page_total'] == 1

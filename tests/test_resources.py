@@ -243,18 +243,18 @@ def test_crawl_fetches_resources_once_with_a_cap(site, tmp_path):
     merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
 
     def listed(url):
-        return [(r['name'], r['url'][len(base):], r['status'], r['length'], r['digest'])
-                for r in merged[url]['resources']]
-    clip_entry = ('video', '/media/clip.mp4', 'fetched', 100000, c['digest'])
-    assert listed(film1) == [('still', '/media/still.jpg', 'fetched', len(still), s['digest']),
-                             clip_entry]
+        return [(r['name'], r['url'][len(base):], r['status'], r['length'], r['truncated'],
+                 r['digest']) for r in merged[url]['resources']]
+    clip_entry = ('video', '/media/clip.mp4', 'fetched', 100000, True, c['digest'])
+    assert listed(film1) == [
+        ('still', '/media/still.jpg', 'fetched', len(still), False, s['digest']), clip_entry]
     assert listed(film2) == [clip_entry,
-                             ('video', '/private/trailer.mp4', 'robots_denied', 0, None)]
+                             ('video', '/private/trailer.mp4', 'robots_denied', 0, False, None)]
     with open(os.path.join(out, 'steps', 'merge.json')) as f:
         mc = json.load(f)['counters']['merge']
     assert mc['resources_shared_total'] == 1
     page = ET.fromstring(xml[film2])
-    assert [(e.get('url')[len(base):], e.get('status'), e.get('digest'))
+    assert [(e.get('url')[len(base):], e.get('status'), e.get('digest'), e.get('truncated'))
             for e in page.find('resources')] == [
-        ('/media/clip.mp4', 'fetched', c['digest']),
-        ('/private/trailer.mp4', 'robots_denied', None)]
+        ('/media/clip.mp4', 'fetched', c['digest'], 'true'),
+        ('/private/trailer.mp4', 'robots_denied', None, 'false')]
