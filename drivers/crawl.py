@@ -32,7 +32,7 @@ import time
 
 from drivers import fs as fslib, hadoop
 from drivers.crawler_driver import CrawlerDriver
-from drivers.cycles import Cycles, FolderError, LockHeld, layer_rows
+from drivers.cycles import Cycles, FolderError, LockHeld, layer_name, layer_rows
 from drivers.html_to_xml_driver import HtmlToXmlDriver
 from drivers.merge_driver import MergeDriver
 from drivers.optimizer_driver import OptimizerDriver
@@ -84,10 +84,6 @@ class StepFailed(CrawlError):
 
 class Stopped(Exception):
     """The STOP file ended the layer after the step it names."""
-
-
-def _layer(n):
-    return '%03d' % n
 
 
 class Crawl:
@@ -169,7 +165,7 @@ class Crawl:
 
     def inject(self, seeds_path):
         """Seeds file -> in/000 (skipped if in/000 exists: a resumed crawl)."""
-        final = self.path('in', _layer(0))
+        final = self.path('in', layer_name(0))
         if self.fs.exists(final):
             return self.report.load_step('inject')
         if not seeds_path:
@@ -341,10 +337,11 @@ class Crawl:
         layer, done = first, {r['layer'] for r in cycle['layers']}
         while urls_in:
             more = layer - first < self.depth
-            if layer in done and (not more or self.fs.exists(self.path('in', _layer(layer + 1)))):
+            nxt = self.path('in', layer_name(layer + 1))
+            if layer in done and (not more or self.fs.exists(nxt)):
                 # Finished in an earlier run (its row is saved): nothing to load or redo.
-                self.progress('layer %s: done in an earlier run' % _layer(layer))
-                generate = self.report.load_step('generate-' + _layer(layer + 1)) \
+                self.progress('layer %s: done in an earlier run' % layer_name(layer))
+                generate = self.report.load_step('generate-' + layer_name(layer + 1)) \
                     if more else None
             else:
                 steps, stopped = self.run_layer(layer, urls_in, hosts_in, more)
@@ -361,7 +358,7 @@ class Crawl:
             urls_in, hosts_in = self.optimizer.generated(generate)
             layer += 1
             if not urls_in:
-                self.progress('layer %s: no URL to fetch; stopping' % _layer(layer))
+                self.progress('layer %s: no URL to fetch; stopping' % layer_name(layer))
         if cycle['cycle'] > 1 and not cycle['layers']:
             result = self.merger.unchanged(cycle)
         else:
@@ -407,14 +404,14 @@ class Crawl:
     def _clear_next_layer(self, first):
         """A new cycle starts at layer *first*: the last cycle's generate may have left
         an empty in/ there (its stop)."""
-        self.fs.rm(self.path('in', _layer(first)))
-        self.fs.rm(self.path('steps', 'generate-%s.json' % _layer(first)))
+        self.fs.rm(self.path('in', layer_name(first)))
+        self.fs.rm(self.path('steps', 'generate-%s.json' % layer_name(first)))
 
     def run_layer(self, layer, urls_in, hosts_in, more):
         """One layer, as Nutch's fetch, parse, updatedb and generate: CrawlerDriver,
         ParserDriver, OptimizerDriver (its generate only if *more*). (Steps by kind,
         whether a STOP file ended it.)"""
-        self.progress('layer %s: %d URL(s) to fetch' % (_layer(layer), urls_in))
+        self.progress('layer %s: %d URL(s) to fetch' % (layer_name(layer), urls_in))
         steps = {}
         try:
             self.crawler.fetch(layer, urls_in, hosts_in, steps)

@@ -16,10 +16,7 @@ one ended.
 import time
 
 from drivers import hadoop
-
-
-def _layer(n):
-    return '%03d' % n
+from drivers.cycles import layer_name
 
 
 class CrawlerDriver:
@@ -38,7 +35,7 @@ class CrawlerDriver:
         from jobs.fetch import MRFetch
         from jobs.plan_fetch import MRPlanFetch
         from jobs.warc import MRWarc
-        c, L = self.crawl, _layer(layer)
+        c, L = self.crawl, layer_name(layer)
         args = ['--layer', str(layer)]
         if self.plan_needed(hosts_in, c.path('plan', L)):
             c.layer_step(steps, 'plan', 'plan-' + L, MRPlanFetch, [c.path('in', L)],

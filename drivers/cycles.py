@@ -119,6 +119,11 @@ class Cycles:
         self.fs.rm(self.fs.join(self.out, 'lock.json'))
 
 
+def layer_name(n):
+    """``'007'``: the folder and step name of layer *n* (in/007, fetch-007)."""
+    return '%03d' % n
+
+
 def layer_rows(cycles):
     """The summary rows of every layer of *cycles* (Cycles.all()), in layer order."""
     return sorted((row for c in cycles for row in c['layers']), key=lambda row: row['layer'])

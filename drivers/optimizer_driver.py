@@ -15,11 +15,8 @@ seeds. Only the two newest crawl database versions are kept.
 """
 import json
 
+from drivers.cycles import layer_name
 from jobs.lib import counters as C
-
-
-def _layer(n):
-    return '%03d' % n
 
 
 class OptimizerDriver:
@@ -30,8 +27,8 @@ class OptimizerDriver:
     def update(self, layer, steps):
         """crawldb/L-1 + out/L -> crawldb/L."""
         from jobs.optimize import MROptimize
-        c, L = self.crawl, _layer(layer)
-        db_in = [c.path('crawldb', _layer(layer - 1))] if layer else []
+        c, L = self.crawl, layer_name(layer)
+        db_in = [c.path('crawldb', layer_name(layer - 1))] if layer else []
         c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
                      db_in + [c.path('out', L)], c.path('crawldb', L),
                      ['--layer', str(layer)])
@@ -40,18 +37,19 @@ class OptimizerDriver:
         """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer."""
         from jobs.generate import MRGenerate
         from jobs.pagerank import MRPageRank
-        c, L = self.crawl, _layer(layer)
+        c, L = self.crawl, layer_name(layer)
         gen_in = [c.path('crawldb', L)]
         if self.conf['generate']['strategy'] == 'pagerank':
             # Partial PageRank of the graph so far, every pagerank_every layers;
             # generate reads the newest one.
             every = self.conf['generate']['pagerank_every']
             if layer % every == 0:
-                c.layer_step(steps, 'pagerank', 'pagerank-' + L, MRPageRank, [
-                    c.path('crawldb', L)] + [c.path('out', _layer(n)) for n in range(layer + 1)],
-                    c.path('pagerank', L), ['--layer', str(layer)])
-            gen_in.append(c.path('pagerank', _layer(layer - layer % every)))
-        nxt = _layer(layer + 1)
+                outs = [c.path('out', layer_name(n)) for n in range(layer + 1)]
+                c.layer_step(steps, 'pagerank', 'pagerank-' + L, MRPageRank,
+                             [c.path('crawldb', L)] + outs, c.path('pagerank', L),
+                             ['--layer', str(layer)])
+            gen_in.append(c.path('pagerank', layer_name(layer - layer % every)))
+        nxt = layer_name(layer + 1)
         c.layer_step(steps, 'generate', 'generate-' + nxt, MRGenerate, gen_in,
                      c.path('in', nxt), ['--max-depth', str(c.depth), '--layer',
                                          str(layer + 1)])
@@ -62,7 +60,7 @@ class OptimizerDriver:
         from jobs.generate import MRGenerate
         c = self.crawl
         first = cycle['first_layer']
-        inputs = [c.path('crawldb', _layer(first - 1))]
+        inputs = [c.path('crawldb', layer_name(first - 1))]
         args = ['--recrawl-at', cycle['at'], '--max-depth', str(c.depth),
                 '--layer', str(first)]
         if seeds_path:
@@ -78,8 +76,8 @@ class OptimizerDriver:
                 c.fs.rename(tmp, seeds_dir)
             inputs.append(seeds_dir)
             args.append('--inject')
-        return c.run_step('generate-%s' % _layer(first), MRGenerate, inputs,
-                          c.path('in', _layer(first)), args)
+        return c.run_step('generate-%s' % layer_name(first), MRGenerate, inputs,
+                          c.path('in', layer_name(first)), args)
 
     @staticmethod
     def generated(step):

@@ -8,10 +8,8 @@ With fetch.parse on (the default) the fetch job parses each page as it arrives a
 writes out/L itself, so a layer has no parse job and no doc/: the parse then runs
 inside CrawlerDriver's fetch, and :meth:`ParserDriver.parse` has nothing to do.
 """
-
-
-def _layer(n):
-    return '%03d' % n
+from drivers.cycles import layer_name
+from jobs.lib import counters as C
 
 
 class ParserDriver:
@@ -21,7 +19,7 @@ class ParserDriver:
     def parse(self, layer, steps):
         """doc/L -> out/L, unless the fetch parsed (no doc/L)."""
         from jobs.parse import MRParse
-        c, L = self.crawl, _layer(layer)
+        c, L = self.crawl, layer_name(layer)
         if c.fs.exists(c.path('doc', L)):
             c.layer_step(steps, 'parse', 'parse-' + L, MRParse, [c.path('doc', L)],
                          c.path('out', L), ['--layer', str(layer)])
@@ -30,7 +28,6 @@ class ParserDriver:
         """Every layer's out/ parsed again from its stored bodies (MRReparse) into
         reparsed/, then swapped in once all layers are done."""
         from jobs.reparse import MRReparse
-        from jobs.lib import counters as C
         c = self.crawl
         layers = [n for n in c.fs.listdir(c.path('out')) if n.isdigit()]
         c.progress('reparse: %d layer(s) from the stored pages, as %s' % (len(layers), build))
