@@ -424,15 +424,11 @@ class Crawl:
         self.optimizer.prune(layer)
         return steps, False
 
-    def layer_step(self, steps, kind, name, job_cls, inputs, final, args, runner=None,
-                   after=None):
+    def layer_step(self, steps, kind, name, job_cls, inputs, final, args, runner=None):
         """One step of a layer's driver: run it (or load it, done in an earlier run)
-        into steps[kind], call *after*, print its line. A STOP file then stops the
-        layer: Stopped."""
+        into steps[kind], print its line. A STOP file then stops the layer: Stopped."""
         earlier = self.fs.exists(final)
         steps[kind] = step = self.run_step(name, job_cls, inputs, final, args, runner)
-        if after:
-            after()
         if earlier:
             self.progress('  %-9s done in an earlier run' % kind)
         else:

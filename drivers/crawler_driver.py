@@ -49,8 +49,8 @@ class CrawlerDriver:
         if c.warc_enabled:
             self.clear_warc_files(fetched, 'mrcrawl-L' + L)
         c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, [c.path('in', L)], fetched,
-                     args + fetch_args + (archive if fused else []), runner,
-                     after=self.fetch_ended)
+                     args + fetch_args + (archive if fused else []), runner)
+        self.fetch_ended()
         if archive and not fused:
             self.clear_warc_files(c.path('warc_index', L), 'mrcrawl-L' + L)
             c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [doc], c.path('warc_index', L),
