@@ -59,10 +59,11 @@ def encode_query(href, encoding):
 
 def resolve(base, href, encoding=None):
     """Absolute URL of *href* seen on a page at *base*, or None if it is not a URL.
-    *encoding*: the page's (:func:`query_encoder`), for the query's characters."""
+    *encoding*: the page's, for the query's characters (:func:`encode_query`)."""
     if href is None:
         return None
     href = href.strip(_WS)
+    encoding = query_encoder(encoding)
     if encoding is not None:
         href = encode_query(href, encoding)
     try:
