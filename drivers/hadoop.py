@@ -219,9 +219,8 @@ def task_distributions(conf):
 def prune(target):
     """Remove PRUNED from a ``pip install --target`` folder."""
     for pattern in PRUNED:
-        for path in sorted(glob.glob(os.path.join(target, pattern), recursive=True),
-                           reverse=True):
-            shutil.rmtree(path, ignore_errors=True)
+        for path in glob.glob(os.path.join(target, pattern), recursive=True):
+            shutil.rmtree(path, ignore_errors=True)     # (a nested one may be gone)
 
 
 def deps_archive(where, task_python, distributions):

@@ -57,7 +57,7 @@ def _by_priority(rec):
     """Sort key of a url record: the highest ``priority`` first (none: last), ties kept
     in input order."""
     p = rec.get('priority')
-    return -p if isinstance(p, (int, float)) and not isinstance(p, bool) else float('inf')
+    return -p if isinstance(p, (int, float)) else float('inf')
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
 
 

@@ -6,8 +6,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 ``url`` (in/NNN, written by the driver for layer 0 and by MRGenerate after it)
     url (str, normalised), depth (int, link hops from a seed). Optional: score (OPIC
     cash, carried to doc/ and out/), priority (float: generate.strategy's value, the
-    higher first; each host's URLs are fetched in that order), and in a re-crawl etag, last_modified and prev
-    ({digest, fields_checksum, status, last_fetch}: what the page was); for a secondary
+    higher first; each host's URLs are fetched in that order), and in a re-crawl etag,
+    last_modified and prev ({digest, fields_checksum, status, last_fetch}: what the
+    page was); for a secondary
     resource (a file a site rule names on a page) resource_of (str: the naming page's
     final URL), resource_name (str: the rule's name) and max_bytes (int: bytes read at
     most), all three carried to doc/ and out/.
