@@ -92,6 +92,13 @@ def test_robots_group_rules_follow_rfc_9309(text, bot, url, allowed):
     assert robots.can_fetch(text, bot + '/1.0', url) is allowed
 
 
+def test_robots_known_keys_are_the_ones_protego_reads():
+    """robots.KNOWN_KEYS copies Protego's directive names (private in protego 0.7): if an
+    upgrade reads another key, lines with it would be dropped before Protego sees them."""
+    from protego import _protego
+    assert robots.KNOWN_KEYS == _protego._ALL_DIRECTIVES
+
+
 @pytest.mark.parametrize('body,ctype,expected', [
     (b'abc', 'text/html; charset=ISO-8859-1', 'windows-1252'),
     (b'\xef\xbb\xbfabc', 'text/html; charset=latin1', 'utf-8'),   # BOM wins
