@@ -399,7 +399,7 @@ def mrcrawl_steps(out, names=None):
         if 'runner' in s:      # steps/index.json is the driver's Parquet step, no job
             each.append(s['seconds'])
             runners[s['runner']] = runners.get(s['runner'], 0) + 1
-            if s['runner'] == 'hadoop':
+            if 'hadoop' in s['runner']:      # a YARN job (with a part in the driver)
                 on_yarn.append(s['seconds'])
     # steps/index.json's seconds include its indexrows job's: index is the Parquet part.
     if 'index' in per_kind and 'indexrows' in per_kind:

@@ -1,15 +1,17 @@
 """CrawlerDriver: a layer's fetch (the design's CrawlerDriver).
 
-    plan   in/L              -> plan/L   (MRPlanFetch: which fetch reducer owns which big
+    plan   in/L              -> plan/L   (MRPlanFetch: which fetch list holds which big
                                           host; fetch.plan, many hosts only)
-    fetch  in/L (+ plan/L)   -> out/L    (MRFetch; with fetch.parse it parses each page
-                                          too, and writes the WARC files itself)
+    fetch  in/L (+ plan/L)   -> out/L    (MRFetch: fetch lists, then a map-only fetch;
+                                          with fetch.parse it parses each page too, and
+                                          writes the WARC files itself)
       or, with fetch.parse = false:
     fetch  in/L (+ plan/L)   -> doc/L    (MRFetch: documents with their bodies)
     warc   doc/L             -> warc/*.warc.gz + warc_index/L   (MRWarc, warc.enabled)
 
 It also decides where the fetch runs: in the driver's process for a small layer of a
-local crawl, with one reducer for a small layer on YARN, else with fetch.reducers.
+local crawl, as one fetch list for a small layer on YARN, else as fetch.reducers lists
+(on YARN, the lists of a small layer are made in the driver: drivers/hadoop.py run_cut).
 Politeness between layers is kept here: a layer's fetch starts a delay after the last
 one ended.
 """
@@ -62,9 +64,9 @@ class CrawlerDriver:
         if self.fetch_inline(urls_in, hosts_in, L):
             return 'inline', ['--bins', '1']
         plan = self.plan_args(L)
-        if c.runner == 'hadoop' and not plan and hadoop.one_fetch_reducer(
+        if c.runner == 'hadoop' and not plan and hadoop.one_fetch_list(
                 self.conf, urls_in, hosts_in, self.FETCH_CPU_PER_PAGE):
-            return None, ['--bins', '1']        # one reduce container
+            return None, ['--bins', '1']        # one fetch container
         return None, plan
 
     def fetch_ended(self):
@@ -83,13 +85,13 @@ class CrawlerDriver:
 
     def fetch_inline(self, urls, hosts, L):
         """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the
-        inline runner with one reducer bin? Only for a local-runner crawl when the layer
+        inline runner as one fetch list? Only for a local-runner crawl when the layer
         is small (runner.inline_fetch_max_urls), every host gets a thread of that one
-        reducer at once (hosts <= fetch.threads), so the layer takes the same politeness
-        time as with several reducers, and one core keeps up with what the hosts' threads
+        task at once (hosts <= fetch.threads), so the layer takes the same politeness
+        time as with several tasks, and one core keeps up with what the hosts' threads
         fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
         task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
-        too. A resumed layer with a fetch plan keeps its reducers. (Hadoop: one_fetch_reducer.)"""
+        too. A resumed layer with a fetch plan keeps its lists. (Hadoop: one_fetch_list.)"""
         c = self.crawl
         limit = self.conf['runner']['inline_fetch_max_urls']
         uber = self.conf['runner']['uber_max_bytes']
@@ -102,8 +104,8 @@ class CrawlerDriver:
         """Run the fetch plan for a layer of *hosts* distinct hosts (None: unknown)?
 
         Only with fetch.plan, and only when the layer has more hosts than one fetch
-        reducer has threads: with fewer, every politeness key (a host, or a coarser IP
-        or domain) gets its own thread at once in whatever reducer it lands, so placing
+        task has threads: with fewer, every politeness key (a host, or a coarser IP
+        or domain) gets its own thread at once in whatever list it lands, so placing
         keys cannot shorten the layer, and the plan would be a job for nothing. A plan
         already made (a resumed crawl) is used.
         """

@@ -43,7 +43,7 @@ from mrjob.fs.hadoop import HadoopFilesystem
 from mrjob.fs.local import LocalFilesystem
 from mrjob.hadoop import HadoopJobRunner
 
-from jobs.base import SPLIT_MAX_BYTES
+from jobs.base import SPLIT_MAX_BYTES, whole_files
 from drivers.runners import InlineRunner
 
 #: Distributions the tasks import (their own dependencies come along through pip).
@@ -120,8 +120,11 @@ class HadoopRunner(HadoopJobRunner):
         return sum(self.fs.du(p) for p in paths) <= limit
 
     def _combined(self, step_num):
-        """Does this step read its input through COMBINE_FORMAT?"""
-        if self._hadoop_input_format:
+        """Does this step read its input through COMBINE_FORMAT? Not if it reads its
+        files whole (MRFetch's fetch: one map task per fetch list, Hadoop's default
+        TextInputFormat with a minimum split size no file reaches)."""
+        step_conf = self._get_step(step_num).get('jobconf') or {}
+        if self._hadoop_input_format or whole_files(step_conf):
             return False
         return int(self._opts['jobconf'].get(SPLIT_MAX_BYTES) or 0) > 0 or \
             (step_num == 0 and self._small_job())
@@ -345,12 +348,12 @@ class StagedInlineRunner(InlineRunner):
 CONTAINER_SECONDS = 4.0
 
 
-def one_fetch_reducer(conf, urls, hosts, cpu):
-    """Fetch a layer of *urls* URLs on *hosts* hosts with one reducer rather than
-    fetch.reducers? When every host gets a thread of that reducer at once (hosts <=
-    fetch.threads, so politeness time is the same), and either one core keeps up with
-    the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) or the CPU a second
-    reducer would take off the first (half the layer's, at *cpu* seconds a page:
+def one_fetch_list(conf, urls, hosts, cpu):
+    """Fetch a layer of *urls* URLs on *hosts* hosts as one fetch list (one task)
+    rather than fetch.reducers? When every host gets a thread of that task at once
+    (hosts <= fetch.threads, so politeness time is the same), and either one core keeps
+    up with the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) or the CPU a
+    second task would take off the first (half the layer's, at *cpu* seconds a page:
     CrawlerDriver.FETCH_CPU_PER_PAGE) is less than its container costs."""
     if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2:
         return False
@@ -358,19 +361,34 @@ def one_fetch_reducer(conf, urls, hosts, cpu):
 
 
 def run_cut(crawl, job_cls, out, extra_args, inputs):
-    """A multi-step job of a Hadoop crawl (drivers/crawl.py run_step), cut after its
-    first step: that step on YARN, the others in the driver if it handed on little
-    (Crawl.runner_for's rule for a whole job), else on YARN too. Hive's automatic local
-    mode decides stage by stage the same way. The merge's first step reads the pages,
-    its six others only their summaries: six YARN jobs fewer. Returns (every step's
-    counters, the runners)."""
+    """A multi-step job of a Hadoop crawl (drivers/crawl.py run_step), cut in two so
+    that only the steps that need the cluster go to YARN; Hive's automatic local mode
+    decides stage by stage the same way. Returns (every step's counters, the runners).
+
+    - Most jobs (``YARN_STEPS = 'first'``): the first step on YARN, the others in the
+      driver if it handed on little (Crawl.runner_for's rule for a whole job), else on
+      YARN too. The merge's first step reads the pages, its six others only their
+      summaries: six YARN jobs fewer.
+    - MRFetch (``'last'``): its fetch lists in the driver when the layer's URLs are
+      few (hadoop.local_max_bytes), then only the fetch on YARN, a map-only job.
+    """
     first = out + '.first'
     crawl.fs.rm(first)
     extra_args = list(extra_args)
+    if job_cls.YARN_STEPS == 'last':
+        last = len(job_cls(args=crawl.job_args('hadoop', out, extra_args, inputs)).steps()) - 1
+        limit = crawl.conf['hadoop']['local_max_bytes']
+        if limit <= 0 or crawl.input_bytes(inputs, limit) > limit:
+            return crawl.run_job(job_cls, crawl.job_args('hadoop', out, extra_args, inputs)), \
+                'hadoop'
+        head, rest = 'inline', 'hadoop'
+        cut = '%d' % last
+    else:
+        head, rest, cut = 'hadoop', None, '1'
     counters = crawl.run_job(job_cls, crawl.job_args(
-        'hadoop', first, extra_args + ['--step-range', '0:1'], inputs))
-    rest = crawl.runner_for(job_cls, [first])
+        head, first, extra_args + ['--step-range', '0:' + cut], inputs))
+    rest = rest or crawl.runner_for(job_cls, [first])
     counters += crawl.run_job(job_cls, crawl.job_args(
-        rest, out, extra_args + ['--step-range', '1:'], [first]))
+        rest, out, extra_args + ['--step-range', cut + ':'], [first]))
     crawl.fs.rm(first)
-    return counters, 'hadoop' if rest == 'hadoop' else 'hadoop+inline'
+    return counters, 'hadoop' if head == rest == 'hadoop' else '%s+%s' % (head, rest)

@@ -60,6 +60,8 @@ from mrjob.local import LocalMRJobRunner, _TaskFailedException
 from mrjob.step import StepFailedException
 from mrjob.util import save_current_environment, save_cwd, save_sys_path, save_sys_std
 
+from jobs.base import KEY_PARTITIONS, whole_files
+
 def task_preload():
     """Modules the fork server imports once, before it forks any task: mrjob and every
     job module of the ``jobs`` package (and with them the libraries the tasks use)."""
@@ -271,7 +273,8 @@ def _reducer_key(line):
 
 class _RangeSplits:
     """Map splits as byte ranges of the input files (whole files symlinked), for both
-    runners; each says how big a split may be (:meth:`_mapper_split_size`)."""
+    runners; each says how big a split may be (:meth:`_mapper_split_size`), except for
+    a step that reads its files whole (jobs.base.WHOLE_FILES)."""
 
     def _split_dest(self, task_type, step_num, task_num):
         dest = self._task_input_path(task_type, step_num, task_num)
@@ -291,11 +294,13 @@ class _RangeSplits:
 
     def _split_mapper_input(self, input_paths, step_num):
         input_paths = list(input_paths)
+        whole = whole_files(self._jobconf_for_step(step_num))
         if ((step_num == 0 and self._uses_input_manifest())
                 or any(is_compressed(p) for p in input_paths)):
             return super()._split_mapper_input(input_paths, step_num)
         sizes = [os.stat(p).st_size for p in input_paths]
-        split_size = self._mapper_split_size(sizes, step_num)
+        split_size = max(sizes, default=0) if whole else \
+            self._mapper_split_size(sizes, step_num)
         if split_size is None:
             return super()._split_mapper_input(input_paths, step_num)
         splits = []
@@ -306,6 +311,30 @@ class _RangeSplits:
                 self._place_split('mapper', step_num, len(splits), path, start, end, size)
                 splits.append({'file': path, 'start': start, 'length': end - start})
         return splits
+
+    def _key_partitions(self, step_num):
+        """Does this step ask for one reduce task per key (jobs.base.KEY_PARTITIONS)?"""
+        return KEY_PARTITIONS in self._jobconf_for_step(step_num)
+
+    def _split_reducer_input(self, step_num):
+        """Reduce splits cut at key changes: about one per reducer, or one per key for a
+        step that asks for it (MRFetch's fetch lists)."""
+        path = self._sorted_reducer_input_path(step_num)
+        size = os.stat(path).st_size
+        if not size:
+            return super()._split_reducer_input(step_num)
+        split_size = 1 if self._key_partitions(step_num) else \
+            size // max(1, self._num_reducers(step_num))
+        ranges = line_ranges(path, size, split_size, key_of=_reducer_key)
+        # The sorted file is the runner's own: the last range is copied out, the file
+        # cut short, and so on; what is left becomes the first split. A shuffle of whole
+        # pages then needs one range's worth of extra disk, not a second copy of it all.
+        for task_num in range(len(ranges) - 1, 0, -1):
+            start, end = ranges[task_num]
+            self._place_split('reducer', step_num, task_num, path, start, end, size)
+            os.truncate(path, start)
+        os.replace(path, self._split_dest('reducer', step_num, 0))
+        return len(ranges)
 
 
 class LocalRunner(_RangeSplits, LocalMRJobRunner):
@@ -404,27 +433,14 @@ class LocalRunner(_RangeSplits, LocalMRJobRunner):
             return None
         return sum(sizes) // max(1, self._num_mappers(step_num))
 
-    def _split_reducer_input(self, step_num):
-        path = self._sorted_reducer_input_path(step_num)
-        size = os.stat(path).st_size
-        if not size:
-            return super()._split_reducer_input(step_num)
-        split_size = size // max(1, self._num_reducers(step_num))
-        ranges = line_ranges(path, size, split_size, key_of=_reducer_key)
-        # The sorted file is the runner's own: the last range is copied out, the file
-        # cut short, and so on; what is left becomes the first split. A shuffle of whole
-        # pages then needs one range's worth of extra disk, not a second copy of it all.
-        for task_num in range(len(ranges) - 1, 0, -1):
-            start, end = ranges[task_num]
-            self._place_split('reducer', step_num, task_num, path, start, end, size)
-            os.truncate(path, start)
-        os.replace(path, self._split_dest('reducer', step_num, 0))
-        return len(ranges)
-
-
 class InlineRunner(_RangeSplits, InlineMRJobRunner):
     """``-r inline`` for mrcrawl's jobs: each uncompressed input file is one map task's
     input where it is (module docstring)."""
 
     def _mapper_split_size(self, sizes, step_num):
         return max(sizes, default=0)       # every file whole
+
+    def _split_reducer_input(self, step_num):
+        if self._key_partitions(step_num):
+            return super()._split_reducer_input(step_num)
+        return InlineMRJobRunner._split_reducer_input(self, step_num)

@@ -14,6 +14,20 @@ from jobs.lib import config, counters as C
 
 #: The largest map split on Hadoop, which drivers/hadoop.py's input format reads.
 SPLIT_MAX_BYTES = 'mapreduce.input.fileinputformat.split.maxsize'
+#: A step's jobconf with this setting reads each input file whole, as one map task, on
+#: every runner (Hadoop's FileInputFormat, drivers/runners.py and drivers/hadoop.py):
+#: MRFetch's fetch step, whose files are its fetch lists.
+SPLIT_MIN_BYTES = 'mapreduce.input.fileinputformat.split.minsize'
+WHOLE_FILES = {SPLIT_MIN_BYTES: str(2 ** 63 - 1)}
+#: A step's jobconf with this setting has one reduce task per distinct key on every
+#: runner (Hadoop: KeyFieldBasedPartitioner with a key whose hash is the wanted
+#: partition, jobs.lib.plan.label_for; drivers/runners.py: its input cut at each key).
+KEY_PARTITIONS = 'mapreduce.partition.keypartitioner.options'
+
+
+def whole_files(jobconf):
+    """Does a step with *jobconf* read each input file whole (WHOLE_FILES)?"""
+    return str(jobconf.get(SPLIT_MIN_BYTES)) == WHOLE_FILES[SPLIT_MIN_BYTES]
 
 
 class JSONLinesValueProtocol:
@@ -60,6 +74,10 @@ class CrawlJob(MRJob):
     INTERNAL_PROTOCOL = JSONKeyValueProtocol
     OUTPUT_PROTOCOL = JSONLinesValueProtocol
     COUNTER_GROUP = 'mrcrawl'
+    #: Which steps of a multi-step job a Hadoop crawl runs on YARN even when their input
+    #: is small: the ``first`` (the others in the driver if small) or the ``last`` (the
+    #: ones before it in the driver if small). drivers/hadoop.py run_cut.
+    YARN_STEPS = 'first'
 
     def configure_args(self):
         super().configure_args()

@@ -5,31 +5,39 @@ fetched, not_modified, http_error, network_error, robots_denied, filtered, defer
 redirected (see jobs.lib.records):
 
 - ``fetch.parse = true`` (default; Nutch's fetcher.parse): a ``page`` record (out/NNN),
-  the document parsed in the reducer by jobs.lib.parsepage.PageParser, as MRParse
+  the document parsed in the fetch task by jobs.lib.parsepage.PageParser, as MRParse
   would, as it arrives from the fetch threads. The threads spend most of their time
   waiting out politeness delays, so the parse CPU hides in that wait and the layer has
   no parse job. Parse counters go to the ``parse`` group. The body is dropped, as
   MRParse drops it; with ``--warc-dir`` (``warc.enabled``) it is archived first: each
-  reduce task writes one WARC file (warc/PREFIX-rNNNNN.warc.gz, counters in the
+  fetch task writes one WARC file (warc/PREFIX-fNNNNN.warc.gz, counters in the
   ``warc`` group) and each page record points at its record (warc_filename,
   warc_record_offset, warc_record_length, warc_type), which `mrcrawl reparse` reads.
 - ``fetch.parse = false``: a ``doc`` record with the body (doc/NNN), for MRParse.
 
-The mapper computes each URL's politeness key (``politeness.key``: host, IP address or
-registered domain) and sends the URL to one of ``fetch.reducers`` bins; each reducer
-owns one bin, regroups it by politeness key and fetches ``fetch.threads`` keys at once,
-one connection per key with ``politeness.delay`` between its requests.
-``fetch.time_budget`` bounds each reducer's time: what is left when it runs out is
-deferred to the next layer, never lost.
+Two steps, as Nutch's generate partitions a segment into fetch lists and its fetcher
+is map-only:
 
-Why bins rather than one shuffle key per host: the shuffle key is the reducer, so there
-are exactly ``fetch.reducers`` reduce tasks running at once and none waits for a second
-wave (mrjob's local runner cuts sorted map output into ~2 x cores tasks and runs
-``cores`` at a time, so per-host keys made a layer take two waves). A key goes to the bin
-the fetch plan chose by predicted cost (``--plan``, MRPlanFetch: URL count x (delay +
-latency), largest first on the least loaded bin), else to crc32(key) mod bins. The bin's
-shuffle key is a label whose Hadoop KeyFieldBasedPartitioner hash is that bin
-(jobs.lib.plan.label_for), so on Hadoop each bin is exactly one reducer.
+1. **fetch lists.** The mapper computes each URL's politeness key (``politeness.key``:
+   host, IP address or registered domain) and sends the URL to one of
+   ``fetch.reducers`` bins; the reducer writes each bin as one file (one reduce task
+   per bin on every runner: jobs.base.KEY_PARTITIONS).
+2. **fetch** (map only). Each map task reads one list whole (jobs.base.WHOLE_FILES),
+   regroups it by politeness key and fetches ``fetch.threads`` keys at once, one
+   connection per key with ``politeness.delay`` between its requests.
+   ``fetch.time_budget`` bounds each task's time: what is left when it runs out is
+   deferred to the next layer, never lost.
+
+A Hadoop crawl makes the fetch lists in the driver when the layer is small
+(hadoop.local_max_bytes, drivers/hadoop.py run_cut) and runs only the fetch on YARN:
+one container wave and no shuffle in the job that holds the layer's time.
+
+Why bins rather than one list per host: the lists are the fetch tasks, so there are
+exactly ``fetch.reducers`` of them running at once and none waits for a second wave. A
+key goes to the bin the fetch plan chose by predicted cost (``--plan``, MRPlanFetch: URL
+count x (delay + latency), largest first on the least loaded bin), else to crc32(key)
+mod bins. The bin's shuffle key is a label whose Hadoop KeyFieldBasedPartitioner hash
+is that bin (jobs.lib.plan.label_for), so on Hadoop each bin is exactly one reducer.
 
 Run alone::
 
@@ -46,7 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 import orjson
 from mrjob.step import MRStep
 
-from jobs.base import CrawlJob
+from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
 from jobs.lib import counters as C, fetcher, plan, politeness, records as R
 from jobs.lib.netpolicy import Resolver
 
@@ -81,6 +89,7 @@ class FetchKeyProtocol:
 class MRFetch(CrawlJob):
     COUNTER_GROUP = C.FETCH
     INTERNAL_PROTOCOL = FetchKeyProtocol
+    YARN_STEPS = 'last'       # the fetch lists of a small layer are made in the driver
     # Hadoop only (mrjob's inline and local runners ignore it): partition by the first
     # space-separated field of the key, the plan's label (or the whole key if none).
     PARTITIONER = 'org.apache.hadoop.mapred.lib.KeyFieldBasedPartitioner'
@@ -88,29 +97,35 @@ class MRFetch(CrawlJob):
     def configure_args(self):
         super().configure_args()
         self.add_file_arg('--plan', help='Fetch plan (MRPlanFetch output, JSON lines) that '
-                          'places big politeness keys on reducers. Default: none (hash).')
+                          'places big politeness keys in fetch lists. Default: none (hash).')
         self.add_passthru_arg('--warc-dir', default=None,
                               help='Write the fetched responses as WARC files into this '
-                              'folder (local path or hdfs:// URI), one per reduce task, '
+                              'folder (local path or hdfs:// URI), one per fetch task, '
                               'and point each page record at its record. Default: off.')
         self.add_passthru_arg('--warc-prefix', default='mrcrawl',
                               help='WARC file name prefix, e.g. mrcrawl-L000.')
         self.add_webhdfs_args('--warc-dir')
         self.add_passthru_arg('--bins', type=int, default=0,
-                              help='Reducer bins, in place of fetch.reducers (the driver '
+                              help='Fetch lists, in place of fetch.reducers (the driver '
                               'gives 1 when it fetches a small layer inline). Default: 0 '
                               '(fetch.reducers).')
 
     def steps(self):
+        bins = self.options.bins or self.conf['fetch']['reducers']
+        fetch_conf = dict(WHOLE_FILES)
+        if bins > 1:
+            # Uber mode would run the lists one after another in the ApplicationMaster.
+            fetch_conf['mapreduce.job.ubertask.enable'] = 'false'
         return [MRStep(mapper_init=self.mapper_init_plan,
                        mapper=self.mapper_key_by_host,
-                       reducer_init=self.reducer_init_pool,
-                       reducer=self.reducer_fetch_host,
-                       reducer_final=self.reducer_final_drain,
-                       jobconf={'mapreduce.job.reduces': (self.options.bins or
-                                                          self.conf['fetch']['reducers']),
-                                'mapreduce.partition.keypartitioner.options': '-k1,1',
-                                'mapreduce.map.output.key.field.separator': ' '})]
+                       reducer=self.reducer_write_list,
+                       jobconf={'mapreduce.job.reduces': bins,
+                                KEY_PARTITIONS: '-k1,1',
+                                'mapreduce.map.output.key.field.separator': ' '}),
+                MRStep(mapper_init=self.mapper_init_pool,
+                       mapper=self.mapper_take,
+                       mapper_final=self.mapper_final_fetch,
+                       jobconf=fetch_conf)]
 
     def mapper_init_plan(self):
         """Load the plan: {politeness key: bin} for the keys it placed."""
@@ -139,12 +154,17 @@ class MRFetch(CrawlJob):
                 self.count(C.PLANNED_URLS)
             yield plan.label_for(b, self.bins), [key, rec]
 
-    # -- reducer: keys in a thread pool, results streamed back through a queue -------
+    def reducer_write_list(self, label, values):
+        """A bin's URLs, as they are: the reduce task's output file is its fetch list."""
+        for value in values:
+            yield label, value
 
-    def reducer_init_pool(self):
+    # -- fetch: keys in a thread pool, results streamed back through a queue ---------
+
+    def mapper_init_pool(self):
         self.threads = self.conf['fetch']['threads']
         budget = self.conf['fetch']['time_budget']
-        # The budget counts from the reducer's start: the time the layer may spend.
+        # The budget counts from the task's start: the time the layer may spend.
         self.budget_deadline = time.monotonic() + budget if budget > 0 else None
         self.pool = ThreadPoolExecutor(self.threads)
         self.cancelled = threading.Event()    # the task is ending early (Ctrl-C)
@@ -157,8 +177,9 @@ class MRFetch(CrawlJob):
         self.robots_fetches = self.robots_failures = 0
         self.stats = {}
         self.parser = None
+        self.taken = []
         if self.conf['fetch']['parse']:
-            # Imported here: the map tasks only key URLs by host, and the parser's stack
+            # Imported here: the lists' tasks only key URLs by host, and the parser's stack
             # (lxml, selectolax, numpy, the language model) is most of a task's imports.
             from jobs.lib import parsepage
             self.parser = parsepage.PageParser(self.conf, self._count_parse)
@@ -170,15 +191,14 @@ class MRFetch(CrawlJob):
             from jobs.lib import warcfile
             part = int(os.environ.get('mapreduce_task_partition') or 0)
             self.warc = warcfile.Sink(
-                o.warc_dir, '%s-r%05d.warc.gz' % (o.warc_prefix, part), o.warc_prefix,
+                o.warc_dir, '%s-f%05d.warc.gz' % (o.warc_prefix, part), o.warc_prefix,
                 warcfile.warcinfo(o.warc_prefix, self.conf['politeness']['user_agent'],
                                   self.conf['politeness']['obey_robots']),
                 lambda name, n: self.count(name, n, C.WARC), o.webhdfs_url, o.hdfs_user)
 
-    def reducer_fetch_host(self, _, values):
-        """(bin, [politeness key, url record]...) -> doc records, as keys finish."""
-        with self._cancel_on_error():
-            yield from self._fetch_bin(values)
+    def mapper_take(self, _, value):
+        """One line of this task's fetch list: [politeness key, url record]."""
+        self.taken.append(value)
 
     def _fetch_bin(self, values):
         by_key = {}
@@ -201,9 +221,12 @@ class MRFetch(CrawlJob):
             self.pool.submit(self._run_host, pkey, items)
             yield from self._drain(block=False)
 
-    def reducer_final_drain(self):
-        """Wait for the keys still running and emit their records."""
+    def mapper_final_fetch(self):
+        """Fetch the list (doc or page records, as keys finish), then wait for the keys
+        still running."""
+        values, self.taken = self.taken, None
         with self._cancel_on_error():
+            yield from self._fetch_bin(values)
             while self.active:
                 yield from self._drain(block=True)
         self.pool.shutdown()

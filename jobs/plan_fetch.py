@@ -1,4 +1,4 @@
-"""MRPlanFetch: plan which fetch reducer owns which big politeness key (optional step).
+"""MRPlanFetch: plan which fetch list holds which big politeness key (optional step).
 
 Reads ``url`` records (in/NNN) and writes ``plan`` records (plan/NNN):
 ``{"kind": "plan", "key": KEY, "partition": P, "label": LABEL, "urls": N, "cost": S}``

@@ -6,6 +6,8 @@ import os
 import time
 from contextlib import ExitStack
 
+import pytest
+
 from drivers.fixture_site import FixtureSite
 from jobs.fetch import MRFetch
 from jobs.optimize import MROptimize
@@ -189,13 +191,47 @@ def test_fetch_archives_bodies_and_points_each_page_at_its_record(tmp_path):
         with job.make_runner() as runner:
             runner.run()
             pages = [v for _, v in job.parse_output(runner.cat_output())]
-    assert os.listdir(warc_dir) == ['mrcrawl-L000-r00000.warc.gz']
+    assert os.listdir(warc_dir) == ['mrcrawl-L000-f00000.warc.gz']
     assert [p['kind'] for p in pages] == ['page', 'page']
     for page in pages:
         assert 'body' not in page and 'http' not in page and page['links']
-        assert page['warc_filename'] == 'warc/mrcrawl-L000-r00000.warc.gz'
+        assert page['warc_filename'] == 'warc/mrcrawl-L000-f00000.warc.gz'
         data, ctype = warcfile.read_payload(str(tmp_path), page)
         assert records.digest(data) == page['digest'] and ctype.startswith('text/html')
+
+
+@pytest.mark.parametrize('runner', ['inline', 'local'])
+def test_each_fetch_list_is_one_fetch_task(tmp_path, runner):
+    """Step 1 writes one list per bin (one reduce task per key on every runner), step 2
+    fetches each list whole in one map task: here two WARC files, and each host's
+    records in one of them only (two tasks never share a host)."""
+    from jobs.lib import warcfile
+    path = tmp_path / 'conf.json'
+    path.write_text(json.dumps(test_conf('politeness.delay=0.05', 'fetch.reducers=2')))
+    warc_dir = tmp_path / 'warc'
+    with ExitStack() as stack:
+        sites = [stack.enter_context(FixtureSite('127.0.0.%d' % i)) for i in range(2, 10)]
+        records_in = [{'kind': 'url', 'url': s.url(p), 'depth': 0}
+                      for s in sites for p in ('/', '/a.html', '/b.html')]
+        job = MRFetch(['-r', runner, '--crawl-conf', str(path), '--warc-dir', str(warc_dir),
+                       '--warc-prefix', 'L'])
+        job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n'
+                                             for r in records_in).encode()))
+        with job.make_runner() as mr:
+            mr.run()
+            pages = [v for _, v in job.parse_output(mr.cat_output())]
+            counters = C.merge_steps(mr.counters())
+        check_one_doc_each(records_in, pages, counters)
+        for s in sites:
+            check_politeness(s, 0.05)
+    assert sorted(os.listdir(warc_dir)) == ['L-f00000.warc.gz', 'L-f00001.warc.gz']
+    files_of_host = {}
+    for page in pages:
+        files_of_host.setdefault(page['url'].split('/')[2], set()).add(page['warc_filename'])
+        data, _ = warcfile.read_payload(str(tmp_path), page)
+        assert data
+    assert all(len(files) == 1 for files in files_of_host.values()), files_of_host
+    assert len(set().union(*files_of_host.values())) == 2
 
 
 def test_a_page_that_breaks_the_parser_costs_its_parse_not_the_task(tmp_path, monkeypatch):

@@ -106,9 +106,9 @@ def test_every_module_the_jobs_import_is_in_the_deps_archive():
     assert not missing, sorted(missing)
 
 
-def test_one_fetch_reducer_only_when_it_costs_no_politeness_time():
+def test_one_fetch_list_only_when_it_costs_no_politeness_time():
     conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0', 'fetch.threads=32'])
-    ok = lambda urls, hosts, c=conf: hadoop.one_fetch_reducer(c, urls, hosts, 0.02)  # noqa
+    ok = lambda urls, hosts, c=conf: hadoop.one_fetch_list(c, urls, hosts, 0.02)  # noqa
     assert ok(400, 20)          # 400 x 0.02 / 2 = 4 s <= one container's cost
     assert not ok(401, 20)      # a second reducer wins more than its container costs
     assert not ok(100, 33)      # more hosts than one reducer's threads: politeness time
@@ -138,10 +138,17 @@ def test_jobs_set_their_hadoop_settings(tmp_path):
                        'mapreduce.reduce.speculative=true'])._runner_kwargs()['jobconf']
     assert mine['mapreduce.reduce.speculative'] == 'true'
     assert mine['mapreduce.map.speculative'] == 'false'
-    # The fetch may run in uber mode too (HadoopRunner re-runs it in containers if it
-    # fails there): nothing of its own turns uber mode off.
-    step = MRFetch(['-r', 'hadoop', '--crawl-conf', path]).steps()[0]
-    assert 'mapreduce.job.ubertask.enable' not in step.description(0)['jobconf']
+    # The fetch of one list may run in uber mode too (HadoopRunner re-runs it in
+    # containers if it fails there); of several lists not: the ApplicationMaster would
+    # fetch them one after another. Each list is read whole, by one map task.
+    from jobs.base import KEY_PARTITIONS, whole_files
+    lists, fetch = MRFetch(['-r', 'hadoop', '--crawl-conf', path, '--bins', '1']).steps()
+    assert KEY_PARTITIONS in lists.description(0)['jobconf']
+    assert whole_files(fetch.description(1)['jobconf'])
+    assert 'mapreduce.job.ubertask.enable' not in fetch.description(1)['jobconf']
+    fetch = MRFetch(['-r', 'hadoop', '--crawl-conf', path, '--bins', '2']).steps()[1]
+    assert fetch.description(1)['jobconf']['mapreduce.job.ubertask.enable'] == 'false'
+    assert 'reducer' not in fetch.description(1)
 
 
 def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_path):

@@ -379,6 +379,7 @@ def test_runners_override_only_what_mrjob_0_7_4_has():
     from drivers import hadoop
     from drivers import runners
     own_helpers = {'_fork_tasks', '_mapper_split_size', '_place_split', '_split_dest',
+                   '_key_partitions',
                    '_small_job', '_within_uber_limit', '_combined', '_ran_uber'}
     assert mrjob.__version__ == '0.7.4'
     for cls in (runners.LocalRunner, runners.InlineRunner, hadoop.HadoopRunner,

@@ -35,7 +35,7 @@ def _ppid(pid):
 
 
 def task_pids(script, role, ancestor):
-    """PIDs of task processes running *script* as *role* (--mapper/--reducer)
+    """PIDs of task processes running *script* as *role* (--mapper, --reducer, --step-num=N)
     that descend from process *ancestor* (never another crawl's on this machine)."""
     pids = []
     for pid in os.listdir('/proc'):
@@ -73,14 +73,15 @@ def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
         out = tmp_path / 'killed'
         proc = subprocess.Popen(crawl_cmd(seeds, out), cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        # Layer 1's fetch reducer: ten URLs of one host, 0.3 s apart, so it runs ~3 s.
+        # Layer 1's fetch task (MRFetch's map-only step 1): ten URLs of one host, 0.3 s
+        # apart, so it runs ~3 s.
         deadline = time.monotonic() + 120
         killed = None
         while killed is None:
             assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, 'no fetch reducer of layer 1 seen'
+            assert time.monotonic() < deadline, 'no fetch task of layer 1 seen'
             if (out / 'steps' / 'fetch-000.json').exists():
-                pids = task_pids('fetch.py', '--reducer', proc.pid)
+                pids = task_pids('fetch.py', '--step-num=1', proc.pid)
                 if pids and len(site.requests) > 3:
                     os.kill(pids[0], signal.SIGKILL)
                     killed = pids[0]

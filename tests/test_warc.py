@@ -106,7 +106,7 @@ def test_warc_files_hold_a_request_and_response_per_fetched_url(crawled):
         assert f.read(2) == b'\x1f\x8b'                 # gzip
     assert report['layers'][0]['warc']['records_response_total'] == 1
     # The fetch archived its own responses: one file per reduce task, no job of its own.
-    assert all(re.match(r'mrcrawl-L\d{3}-r\d{5}\.warc\.gz$', os.path.basename(f))
+    assert all(re.match(r'mrcrawl-L\d{3}-f\d{5}\.warc\.gz$', os.path.basename(f))
                for f in files)
     assert not glob.glob(os.path.join(out, 'steps', 'warc-*.json'))
     assert all('body' not in d and 'http' not in d for d in docs_of(out))
