@@ -341,6 +341,32 @@ class StagedInlineRunner(InlineRunner):
                     fs.put(os.path.join(self._output_dir, name), fs.join(hdfs_out, name))
             self._output_dir = hdfs_out
 
+    def _create_dist_cache_dir(self, step_num):
+        """As mrjob's, but a file option on HDFS (MRFetch's --plan, when its fetch lists
+        are made in the driver) is downloaded over WebHDFS first instead of refused."""
+        from drivers.hdfs import MrjobWebHDFS
+        fs = MrjobWebHDFS()
+        files = self._working_dir_mgr.name_to_path('file')
+        remote = {name: path for name, path in files.items() if fs.can_handle_path(path)}
+        if not remote:
+            return super()._create_dist_cache_dir(step_num)
+        staged = os.path.join(self._get_local_tmp_dir(), 'stage', 'files')
+        os.makedirs(staged, exist_ok=True)
+        for name, path in remote.items():
+            if not os.path.exists(os.path.join(staged, name)):
+                fs.get(path, os.path.join(staged, name))
+        real = self._working_dir_mgr.name_to_path
+
+        def name_to_path(type):
+            paths = real(type)
+            return dict(paths, **{n: os.path.join(staged, n) for n in remote}) \
+                if type == 'file' else paths
+        self._working_dir_mgr.name_to_path = name_to_path
+        try:
+            super()._create_dist_cache_dir(step_num)
+        finally:
+            del self._working_dir_mgr.name_to_path
+
 
 #: Seconds one more task container costs a short YARN job on the single-node cluster
 #: (JVM start, localisation, Python start: bench/yarn_anatomy.py, bench/README.md):

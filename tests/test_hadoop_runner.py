@@ -292,6 +292,52 @@ def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
         fs.rm(base)
 
 
+@pytest.mark.hadoop
+def test_fetch_lists_in_the_driver_and_the_fetch_on_yarn(tmp_path, site):
+    """run_cut for MRFetch (YARN_STEPS = 'last'): a small layer of a Hadoop crawl gets its
+    fetch lists in the driver, with a fetch plan on HDFS (StagedInlineRunner downloads
+    it), and only the map-only fetch goes to YARN: one map task per list, no reducer,
+    not uber (two lists)."""
+    import zlib
+    from drivers.crawl import Crawl
+    from drivers.fixture_site import FixtureSite
+    from drivers.hdfs import WebHDFS
+    from jobs.fetch import MRFetch
+    from jobs.lib import plan
+    from tests.conftest import test_conf
+    base = 'hdfs:///mrcrawl-it/lists-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(base)
+    with FixtureSite('127.0.0.2') as other:
+        urls = [s.url(p) for s in (site, other) for p in ('/', '/a.html', '/b.html')]
+        key, other_key = site.url('').split('/')[2], other.url('').split('/')[2]
+        # The plan puts the first host in the list the second one does not hash to.
+        part = 1 - zlib.crc32(other_key.encode()) % 2
+        try:
+            fs.write_text(base + '/in/part-00000', ''.join(
+                json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in urls))
+            fs.write_text(base + '/plan/part-00000', json.dumps(
+                {'key': key, 'partition': part, 'label': plan.label_for(part, 2),
+                 'urls': 3}) + '\n')
+            started = int(time.time() * 1000)
+            crawl = Crawl(base + '/crawl', test_conf('fetch.reducers=2'), runner='hadoop',
+                          progress=lambda m: None)
+            crawl.prepare()
+            step = crawl.run_step('fetch-000', MRFetch, [base + '/in'], crawl.path('out', '000'),
+                                  ['--layer', '0', '--plan', base + '/plan/part-00000'])
+            assert step['runner'] == 'inline+hadoop'
+            assert step['counters']['fetch']['planned_urls_total'] == 3
+            pages = [json.loads(l) for p in fs.listdir(crawl.path('out', '000'))
+                     if not p.startswith(('_', '.'))
+                     for l in fs.read_text(crawl.path('out', '000', p)).splitlines()]
+            assert sorted(p['url'] for p in pages) == sorted(urls)
+            assert {p['status'] for p in pages} == {'fetched'}
+            jobs = [j for j in history_jobs(started) if 'MRFetch' in j['name']]
+            assert [(j['mapsTotal'], j['reducesTotal'], j['uberized']) for j in jobs] == \
+                [(2, 0, False)]
+        finally:
+            fs.rm(base)
+
+
 def test_the_uber_rerun_never_removes_an_output_that_was_there(monkeypatch):
     """HadoopRunner._run_hadoop runs a failed step again only if Hadoop took the job
     (a job id) into an output folder that did not exist before: a folder that existed
