@@ -199,7 +199,7 @@ class Crawl:
         args = self.job_args(runner_name, tmp, extra_args, inputs)
         start = time.monotonic()
         try:
-            if runner_name == 'hadoop' and len(job_cls(args=args).steps()) > 1:
+            if hadoop.cut_for(job_cls, runner_name) and len(job_cls(args=args).steps()) > 1:
                 counters, runner_name = hadoop.run_cut(self, job_cls, tmp, extra_args, inputs)
             else:
                 counters = self.run_job(job_cls, args)

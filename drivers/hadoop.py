@@ -386,28 +386,39 @@ def one_fetch_list(conf, urls, hosts, cpu):
     return urls * cpu / 2 <= CONTAINER_SECONDS or hosts * cpu <= conf['politeness']['delay']
 
 
+def cut_for(job_cls, runner):
+    """Does a multi-step *job_cls* run on *runner* get cut in two (:func:`run_cut`)?
+    Every such job of a Hadoop crawl; on the local runner, a job whose last step alone
+    needs the task processes (MRFetch)."""
+    return runner == 'hadoop' or (runner == 'local' and job_cls.YARN_STEPS == 'last')
+
+
 def run_cut(crawl, job_cls, out, extra_args, inputs):
-    """A multi-step job of a Hadoop crawl (drivers/crawl.py run_step), cut in two so
-    that only the steps that need the cluster go to YARN; Hive's automatic local mode
-    decides stage by stage the same way. Returns (every step's counters, the runners).
+    """A multi-step job (drivers/crawl.py run_step, when :func:`cut_for` says so), cut in
+    two so that only the steps that need the cluster go to YARN (or to the local
+    runner's task processes); Hive's automatic local mode decides stage by stage the
+    same way. Returns (every step's counters, the runners).
 
     - Most jobs (``YARN_STEPS = 'first'``): the first step on YARN, the others in the
       driver if it handed on little (Crawl.runner_for's rule for a whole job), else on
       YARN too. The merge's first step reads the pages, its six others only their
       summaries: six YARN jobs fewer.
     - MRFetch (``'last'``): its fetch lists in the driver when the layer's URLs are
-      few (hadoop.local_max_bytes), then only the fetch on YARN, a map-only job.
+      few (hadoop.local_max_bytes; runner.uber_max_bytes on the local runner), then
+      only the fetch on YARN, a map-only job (or in the local runner's tasks).
     """
     first = out + '.first'
     crawl.fs.rm(first)
     extra_args = list(extra_args)
     if job_cls.YARN_STEPS == 'last':
-        last = len(job_cls(args=crawl.job_args('hadoop', out, extra_args, inputs)).steps()) - 1
-        limit = crawl.conf['hadoop']['local_max_bytes']
+        last = len(job_cls(args=crawl.job_args(crawl.runner, out, extra_args,
+                                               inputs)).steps()) - 1
+        limit = crawl.conf['hadoop']['local_max_bytes'] if crawl.runner == 'hadoop' \
+            else crawl.conf['runner']['uber_max_bytes']
         if limit <= 0 or crawl.input_bytes(inputs, limit) > limit:
-            return crawl.run_job(job_cls, crawl.job_args('hadoop', out, extra_args, inputs)), \
-                'hadoop'
-        head, rest = 'inline', 'hadoop'
+            return crawl.run_job(job_cls, crawl.job_args(crawl.runner, out, extra_args,
+                                                         inputs)), crawl.runner
+        head, rest = 'inline', crawl.runner
         cut = '%d' % last
     else:
         head, rest, cut = 'hadoop', None, '1'

@@ -166,8 +166,8 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     """runner.uber_max_bytes (default 64 MiB): jobs with small inputs run in the driver
     on the inline runner (Hadoop's uber mode). The fixture's layers are small and
     politeness-bound (one host, delay 0.2 s), so they are fetched inline too
-    (runner.inline_fetch_max_urls), by one reducer; with no delay they have task
-    processes (two reducers parse on two cores)."""
+    (runner.inline_fetch_max_urls), as one fetch list; with no delay they have task
+    processes (two fetch lists parse on two cores)."""
     n0 = len(site.requests)
     out, report = crawl_fixture(site, tmp_path, 'local', depth=1)
     runners = step_runners(out)
@@ -189,7 +189,8 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     fast, _ = crawl_fixture(site, tmp_path / 'nodelay', 'local', depth=1,
                             settings=['politeness.delay=0'])
     runners = step_runners(fast)
-    assert runners['fetch-000'] == runners['fetch-001'] == 'local'
+    # The fetch lists in the driver, the fetch itself as local task processes.
+    assert runners['fetch-000'] == runners['fetch-001'] == 'inline+local'
     for layer in ('000', '001'):
         assert (sorted((p['url'], p['status']) for p in read_records(
             os.path.join(out, 'out', layer))) == sorted(

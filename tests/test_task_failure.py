@@ -34,9 +34,10 @@ def _ppid(pid):
         return None
 
 
-def task_pids(script, role, ancestor):
-    """PIDs of task processes running *script* as *role* (--mapper, --reducer, --step-num=N)
-    that descend from process *ancestor* (never another crawl's on this machine)."""
+def task_pids(script, roles, ancestor):
+    """PIDs of task processes running *script* with every word of *roles* on its command
+    line (--mapper, --reducer, --step-num=N, ...) that descend from process *ancestor*
+    (never another crawl's on this machine)."""
     pids = []
     for pid in os.listdir('/proc'):
         if not pid.isdigit():
@@ -49,7 +50,8 @@ def task_pids(script, role, ancestor):
         # A forked task (jobs.runners) names itself in its process title, one string;
         # a subprocess task has it as separate arguments.
         words = b' '.join(argv).split()
-        if not (script.encode() in b' '.join(argv) and role.encode() in words):
+        if not (script.encode() in b' '.join(argv) and
+                all(r.encode() in words for r in roles.split())):
             continue
         p = int(pid)
         while p and p != ancestor:
@@ -73,15 +75,16 @@ def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
         out = tmp_path / 'killed'
         proc = subprocess.Popen(crawl_cmd(seeds, out), cwd=ROOT, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
-        # Layer 1's fetch task (MRFetch's map-only step 1): ten URLs of one host, 0.3 s
-        # apart, so it runs ~3 s.
+        # Layer 1's fetch task (MRFetch's map-only last step, run by the local runner
+        # after the driver made its fetch lists: --step-range 1:): ten URLs of one host,
+        # 0.3 s apart, so it runs ~3 s.
         deadline = time.monotonic() + 120
         killed = None
         while killed is None:
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, 'no fetch task of layer 1 seen'
             if (out / 'steps' / 'fetch-000.json').exists():
-                pids = task_pids('fetch.py', '--step-num=1', proc.pid)
+                pids = task_pids('fetch.py', '--mapper 1:', proc.pid)
                 if pids and len(site.requests) > 3:
                     os.kill(pids[0], signal.SIGKILL)
                     killed = pids[0]
