@@ -2,11 +2,12 @@
 
     plan   in/L              -> plan/L   (MRPlanFetch: which fetch list holds which big
                                           host; fetch.plan, many hosts only)
-    fetch  in/L (+ plan/L)   -> out/L    (MRFetch: fetch lists, then a map-only fetch;
-                                          with fetch.parse it parses each page too, and
-                                          writes the WARC files itself)
+    fetch  in/L (+ plan/L,   -> out/L    (MRFetch: fetch lists, then a map-only fetch;
+           crawldb/L-1)                   with fetch.parse it parses each page too, and
+                                          writes the WARC files itself; the crawl
+                                          database names the URLs requested before)
       or, with fetch.parse = false:
-    fetch  in/L (+ plan/L)   -> doc/L    (MRFetch: documents with their bodies)
+    fetch  in/L (+ ...)      -> doc/L    (MRFetch: documents with their bodies)
     warc   doc/L             -> warc/*.warc.gz + warc_index/L   (MRWarc, warc.enabled)
 
 It also decides where the fetch runs: in the driver's process for a small layer of a
@@ -50,7 +51,11 @@ class CrawlerDriver:
         self.wait_between_fetches()
         if c.warc_enabled:
             self.clear_warc_files(fetched, 'mrcrawl-L' + L)
-        c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, [c.path('in', L)], fetched,
+        # The crawl database too: each key's list names the URLs it has requested, so a
+        # redirect to one of them is not followed (MRFetch, known_target).
+        db = c.path('crawldb', layer_name(layer - 1)) if layer else None
+        inputs = [c.path('in', L)] + ([db] if db and c.fs.exists(db) else [])
+        c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
                      args + fetch_args + (archive if fused else []), runner)
         self.fetch_ended()
         if archive and not fused:

@@ -271,6 +271,12 @@ def _reducer_key(line):
     return line.split(b'\t', 1)[0]
 
 
+def _partition_key(line):
+    """The first space-separated field of a reducer key: what KeyFieldBasedPartitioner
+    partitions on with ``-k1,1`` (jobs.base.KEY_PARTITIONS; MRFetch's bin label)."""
+    return _reducer_key(line).split(b' ', 1)[0]
+
+
 class _RangeSplits:
     """Map splits as byte ranges of the input files (whole files symlinked), for both
     runners; each says how big a split may be (:meth:`_mapper_split_size`), except for
@@ -313,19 +319,22 @@ class _RangeSplits:
         return splits
 
     def _key_partitions(self, step_num):
-        """Does this step ask for one reduce task per key (jobs.base.KEY_PARTITIONS)?"""
+        """Does this step ask for one reduce task per key's first field
+        (jobs.base.KEY_PARTITIONS)?"""
         return KEY_PARTITIONS in self._jobconf_for_step(step_num)
 
     def _split_reducer_input(self, step_num):
-        """Reduce splits cut at key changes: about one per reducer, or one per key for a
-        step that asks for it (MRFetch's fetch lists)."""
+        """Reduce splits cut at key changes: about one per reducer, or one per partition
+        (a key's first field) for a step that asks for it (MRFetch's fetch lists)."""
         path = self._sorted_reducer_input_path(step_num)
         size = os.stat(path).st_size
         if not size:
             return super()._split_reducer_input(step_num)
-        split_size = 1 if self._key_partitions(step_num) else \
-            size // max(1, self._num_reducers(step_num))
-        ranges = line_ranges(path, size, split_size, key_of=_reducer_key)
+        if self._key_partitions(step_num):
+            split_size, key_of = 1, _partition_key
+        else:
+            split_size, key_of = size // max(1, self._num_reducers(step_num)), _reducer_key
+        ranges = line_ranges(path, size, split_size, key_of=key_of)
         # The sorted file is the runner's own: the last range is copied out, the file
         # cut short, and so on; what is left becomes the first split. A shuffle of whole
         # pages then needs one range's worth of extra disk, not a second copy of it all.

@@ -19,9 +19,10 @@ SPLIT_MAX_BYTES = 'mapreduce.input.fileinputformat.split.maxsize'
 #: MRFetch's fetch step, whose files are its fetch lists.
 SPLIT_MIN_BYTES = 'mapreduce.input.fileinputformat.split.minsize'
 WHOLE_FILES = {SPLIT_MIN_BYTES: str(2 ** 63 - 1)}
-#: A step's jobconf with this setting has one reduce task per distinct key on every
-#: runner (Hadoop: KeyFieldBasedPartitioner with a key whose hash is the wanted
-#: partition, jobs.lib.plan.label_for; drivers/runners.py: its input cut at each key).
+#: A step's jobconf with this setting has one reduce task per distinct first field of
+#: the key (``LABEL REST``) on every runner (Hadoop: KeyFieldBasedPartitioner ``-k1,1``
+#: with a label whose hash is the wanted partition, jobs.lib.plan.label_for;
+#: drivers/runners.py: its sorted input cut where the first field changes).
 KEY_PARTITIONS = 'mapreduce.partition.keypartitioner.options'
 
 

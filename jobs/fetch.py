@@ -21,7 +21,12 @@ is map-only:
 1. **fetch lists.** The mapper computes each URL's politeness key (``politeness.key``:
    host, IP address or registered domain) and sends the URL to one of
    ``fetch.reducers`` bins; the reducer writes each bin as one file (one reduce task
-   per bin on every runner: jobs.base.KEY_PARTITIONS).
+   per bin on every runner: jobs.base.KEY_PARTITIONS). With the crawl database as a
+   second input (``db`` records, crawldb/L-1), each key's list also names the URLs the
+   crawl has requested before (``known`` lines: status fetched, redirected, gone or
+   failed, not as a redirect's target), an exact join per key: a redirect to one of them is not followed (reason
+   ``known_target``), so no page is fetched twice through an old URL that now redirects
+   to it. A key with no URL in this layer gets none of its known URLs.
 2. **fetch** (map only). Each map task reads one list whole (jobs.base.WHOLE_FILES),
    regroups it by politeness key and fetches ``fetch.threads`` keys at once, one
    connection per key with ``politeness.delay`` between its requests.
@@ -140,24 +145,42 @@ class MRFetch(CrawlJob):
                         self.planned[rec['key']] = rec['partition']
 
     def mapper_key_by_host(self, _, line):
-        """in/ line -> (bin label, [politeness key, url record])."""
-        for rec in self.records(line, 'url'):
+        """in/ line -> ('LABEL KEY', [politeness key, url record]); crawldb line of a
+        URL requested before -> ('LABEL KEY', [politeness key, known record]). LABEL is
+        the bin (the partition), KEY groups the reducer's calls by politeness key."""
+        for rec in self.records(line, 'url', 'db'):
+            if rec['kind'] == 'db':
+                # A URL known only as a redirect's end is refreshed through its
+                # source (MRGenerate.due): following the redirect is its fetch.
+                if rec.get('status') in R.DB_REQUESTED and \
+                        rec.get('reason') != 'redirect_target':
+                    key = politeness.fetch_key(rec, self.conf, self.resolver)
+                    if key is not None:
+                        yield self._list_key(key), [key, {'kind': 'known', 'url': rec['url']}]
+                continue
             self.count(C.URLS_IN)
             key = politeness.fetch_key(rec, self.conf, self.resolver)
             if key is None:
-                yield plan.label_for(0, self.bins), [_INVALID_KEY, rec]
+                yield plan.label_for(0, self.bins) + ' ', [_INVALID_KEY, rec]
                 continue
-            b = self.planned.get(key)
-            if b is None:
-                b = zlib.crc32(key.encode('utf-8')) % self.bins
-            else:
+            if key in self.planned:
                 self.count(C.PLANNED_URLS)
-            yield plan.label_for(b, self.bins), [key, rec]
+            yield self._list_key(key), [key, rec]
 
-    def reducer_write_list(self, label, values):
-        """A bin's URLs, as they are: the reduce task's output file is its fetch list."""
-        for value in values:
-            yield label, value
+    def _list_key(self, key):
+        """'LABEL KEY': the bin the plan chose for *key*, else its hash's."""
+        b = self.planned.get(key)
+        if b is None:
+            b = zlib.crc32(key.encode('utf-8')) % self.bins
+        return plan.label_for(b, self.bins) + ' ' + key
+
+    def reducer_write_list(self, list_key, values):
+        """One politeness key's URLs, and the URLs of it the crawl requested before if it
+        has any URL to fetch: the reduce task's output file is its bin's fetch list."""
+        values = list(values)
+        if any(rec.get('kind') != 'known' for _, rec in values):
+            for value in values:
+                yield list_key, value
 
     # -- fetch: keys in a thread pool, results streamed back through a queue ---------
 
@@ -201,9 +224,11 @@ class MRFetch(CrawlJob):
         self.taken.append(value)
 
     def _fetch_bin(self, values):
-        by_key = {}
+        by_key, known = {}, {}
         for pkey, rec in values:
-            if pkey == _INVALID_KEY or rec.get('excluded'):
+            if rec.get('kind') == 'known':
+                known.setdefault(pkey, set()).add(rec['url'])
+            elif pkey == _INVALID_KEY or rec.get('excluded'):
                 # A bad URL, or a page a crawl cycle's changed filters exclude now.
                 yield from self._emit(fetcher.new_doc(
                     rec, self.options.layer, R.FETCH_FILTERED, rec.get('excluded') or 'bad_url'))
@@ -218,7 +243,7 @@ class MRFetch(CrawlJob):
             # Each key's URLs in priority order (generate.strategy): a time budget or a
             # failing host then cuts the least important ones.
             items = sorted(by_key.pop(pkey), key=_by_priority)
-            self.pool.submit(self._run_host, pkey, items)
+            self.pool.submit(self._run_host, pkey, items, known.pop(pkey, frozenset()))
             yield from self._drain(block=False)
 
     def mapper_final_fetch(self):
@@ -259,13 +284,14 @@ class MRFetch(CrawlJob):
             except queue.Full:
                 continue
 
-    def _run_host(self, pkey, items):
-        """Worker thread: fetch one key; every input record yields one output record."""
+    def _run_host(self, pkey, items, known):
+        """Worker thread: fetch one key (*known*: its URLs the crawl requested before);
+        every input record yields one output record."""
         n_done = 0
         hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
                                  budget_deadline=self.budget_deadline)
         try:
-            for doc in hf.fetch(items, self.options.layer, pkey):
+            for doc in hf.fetch(items, self.options.layer, pkey, known):
                 if self.cancelled.is_set():
                     return
                 n_done += 1

@@ -234,6 +234,35 @@ def test_each_fetch_list_is_one_fetch_task(tmp_path, runner):
     assert len(set().union(*files_of_host.values())) == 2
 
 
+def test_a_redirect_to_a_page_requested_before_is_not_followed(tmp_path):
+    """With the crawl database as a second input, each key's fetch list names the URLs
+    requested in earlier layers: a same-host redirect to one of them is recorded
+    (redirected, known_target) and not fetched again; one to a URL the database only
+    knows as unfetched, or only as a redirect's end (refreshed through its source), is
+    followed. A host with no URL in the layer gets no list."""
+    with FixtureSite() as site, FixtureSite('127.0.0.2') as idle:
+        records = [{'kind': 'url', 'url': site.url('/redirect'), 'depth': 1},
+                   {'kind': 'url', 'url': site.url('/fault/redirect?to=/b.html'), 'depth': 1},
+                   {'kind': 'url', 'url': site.url('/fault/redirect?to=/a.html'), 'depth': 1}]
+        db = [{'kind': 'db', 'url': site.url('/c.html'), 'status': R.DB_FETCHED, 'depth': 0},
+              {'kind': 'db', 'url': site.url('/b.html'), 'status': R.DB_UNFETCHED, 'depth': 1},
+              {'kind': 'db', 'url': site.url('/a.html'), 'status': R.DB_FETCHED, 'depth': 0,
+               'reason': 'redirect_target'},
+              {'kind': 'db', 'url': idle.url('/'), 'status': R.DB_FETCHED, 'depth': 0}]
+        docs, counters = run(MRFetch, tmp_path, records + db)
+        check_one_doc_each(records, docs, counters)
+        by_url = {d['url']: d for d in docs}
+        old = by_url[site.url('/redirect')]
+        assert (old['status'], old['reason'], old['final_url']) == (
+            R.FETCH_REDIRECTED, 'known_target', site.url('/c.html'))
+        assert '/c.html' not in site.paths()
+        assert counters['fetch'][C.REDIRECT_KNOWN_TARGET] == 1
+        for target in ('/b.html', '/a.html'):
+            followed = by_url[site.url('/fault/redirect?to=' + target)]
+            assert followed['status'] == R.FETCH_FETCHED and target in site.paths()
+        assert idle.requests == []
+
+
 def test_a_page_that_breaks_the_parser_costs_its_parse_not_the_task(tmp_path, monkeypatch):
     from jobs.lib import parsepage
     real = parsepage.PageParser.keep_links

@@ -118,6 +118,7 @@ class HostFetcher:
         self.http = None
         self.key = None
         self._in_urls = set()       # this key's URLs in this layer's in/
+        self._known = frozenset()   # this key's URLs requested in earlier layers (crawldb)
         self._fetched = set()       # URLs this fetcher requested (chain hops included)
         self.robots_fetches = 0     # robots.txt requests this fetcher made
         self.robots_failures = 0
@@ -341,10 +342,12 @@ class HostFetcher:
             self._stat(C.REDIRECT_CROSS_KEY)
             return R.FETCH_REDIRECTED, 'cross_key'
         if target in self._in_urls or target in self._fetched:
-            # In this layer's in/ (it gets its own record) or already fetched by this
-            # fetcher: fetching it again under this URL would fetch it twice.
+            # In this layer's in/ (its own record) or fetched here already: not twice.
             self._stat(C.REDIRECT_DEDUPLICATED)
             return R.FETCH_REDIRECTED, 'duplicate_target'
+        if target in self._known:     # requested before: recorded, not fetched again
+            self._stat(C.REDIRECT_KNOWN_TARGET)
+            return R.FETCH_REDIRECTED, 'known_target'
         if urls.hostname(target) != urls.hostname(doc['url']):
             # Another name of this key (politeness.key = domain or ip): its address
             # passes the policy before its robots.txt is asked for.
@@ -437,12 +440,14 @@ class HostFetcher:
 
     # -- a key ------------------------------------------------------------------------
 
-    def fetch(self, items, layer=0, key=None):
-        """Yield one doc record per in/ record in *items* (all of politeness key *key*)."""
+    def fetch(self, items, layer=0, key=None, known=frozenset()):
+        """Yield one doc record per in/ record in *items* (all of politeness key *key*,
+        whose URLs requested before are *known*)."""
         if items and key is None:
             key = politeness_key(items[0]['url'], self.key_mode, self.resolver)
         self.key = key
         self._in_urls = {rec['url'] for rec in items}
+        self._known = known
         self.http = httpio.KeySession(self.user_agent, self.timeout, self.resolver,
                                       self.slot)
         try:

@@ -164,6 +164,7 @@ FETCH_DEFERRED = 'deferred'          #: not tried this layer; stays unfetched fo
 #: ``cross_key``: the target is another politeness key; the crawl database adds it for
 #: the next layer (Nutch's "record redirects for the next round"). ``duplicate_target``:
 #: the target is in this layer's in/ (it has its own record) or was already fetched.
+#: ``known_target``: the crawl database says it was requested in an earlier layer.
 FETCH_REDIRECTED = 'redirected'
 
 FETCH_STATUSES = (FETCH_FETCHED, FETCH_NOT_MODIFIED, FETCH_HTTP_ERROR, FETCH_NETWORK_ERROR,
@@ -177,6 +178,8 @@ DB_GONE = 'gone'              #: 404 or 410
 DB_FAILED = 'failed'          #: other HTTP or network error
 DB_DENIED = 'denied'          #: robots.txt said no
 DB_FILTERED = 'filtered'      #: refused by URL filters or security rules
+#: Statuses of URLs the crawl has requested (MRFetch does not follow a redirect to one).
+DB_REQUESTED = frozenset((DB_FETCHED, DB_REDIRECTED, DB_GONE, DB_FAILED))
 
 
 def db_status_for(fetch_status, http_status=None, redirected=False):
