@@ -259,7 +259,7 @@ class Crawl:
             runner.run()
             return runner.counters()
 
-    #: Jobs that runner_for never runs inline: the fetch's reducers must run side by
+    #: Jobs that runner_for never runs inline: the fetch's tasks must run side by
     #: side (a small politeness-bound layer is the exception: :meth:`fetch_inline`).
     NEVER_INLINE = ('MRFetch',)
 

@@ -370,7 +370,7 @@ class StagedInlineRunner(InlineRunner):
 
 #: Seconds one more task container costs a short YARN job on the single-node cluster
 #: (JVM start, localisation, Python start: bench/yarn_anatomy.py, bench/README.md):
-#: what a second fetch reducer must win back.
+#: what a second fetch list (task) must win back.
 CONTAINER_SECONDS = 4.0
 
 

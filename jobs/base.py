@@ -181,7 +181,7 @@ class CrawlJob(MRJob):
         command line's --jobconf still wins):
 
         - a name that says which job and layer it is;
-        - speculative execution off: a speculative fetch reducer fetches its hosts a
+        - speculative execution off: a speculative fetch task fetches its hosts a
           second time (twice the load on them, and politeness broken), a speculative
           WARC mapper writes its files twice; the other jobs are short, and a duplicate
           attempt only takes a container another job could use;

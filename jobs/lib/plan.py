@@ -1,4 +1,4 @@
-"""Balancing fetch reducers by predicted cost (pure helpers for MRPlanFetch and MRFetch).
+"""Balancing fetch lists by predicted cost (pure helpers for MRPlanFetch and MRFetch).
 
 Hash partitioning spreads politeness keys evenly by *number*, but a layer takes as
 long as its slowest reducer, and one key costs about URL count x (delay + latency)
