@@ -18,11 +18,11 @@ from tests.conftest import test_conf
 DELAY = 0.2
 
 
-def run(job_cls, tmp_path, records, *settings, args=()):
+def run(job_cls, tmp_path, records, *settings, args=(), runner='inline'):
     conf = tmp_path / ('conf-%s.json' % job_cls.__name__)
     conf.write_text(json.dumps(test_conf('politeness.delay=%s' % DELAY, *settings)))
     lines = ''.join(json.dumps(r) + '\n' for r in records)
-    job = job_cls(['-r', 'inline', '--crawl-conf', str(conf)] + list(args))
+    job = job_cls(['-r', runner, '--crawl-conf', str(conf)] + list(args))
     job.sandbox(stdin=io.BytesIO(lines.encode()))
     with job.make_runner() as runner:
         runner.run()
@@ -206,21 +206,14 @@ def test_each_fetch_list_is_one_fetch_task(tmp_path, runner):
     fetches each list whole in one map task: here two WARC files, and each host's
     records in one of them only (two tasks never share a host)."""
     from jobs.lib import warcfile
-    path = tmp_path / 'conf.json'
-    path.write_text(json.dumps(test_conf('politeness.delay=0.05', 'fetch.reducers=2')))
     warc_dir = tmp_path / 'warc'
     with ExitStack() as stack:
         sites = [stack.enter_context(FixtureSite('127.0.0.%d' % i)) for i in range(2, 10)]
         records_in = [{'kind': 'url', 'url': s.url(p), 'depth': 0}
                       for s in sites for p in ('/', '/a.html', '/b.html')]
-        job = MRFetch(['-r', runner, '--crawl-conf', str(path), '--warc-dir', str(warc_dir),
-                       '--warc-prefix', 'L'])
-        job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n'
-                                             for r in records_in).encode()))
-        with job.make_runner() as mr:
-            mr.run()
-            pages = [v for _, v in job.parse_output(mr.cat_output())]
-            counters = C.merge_steps(mr.counters())
+        pages, counters = run(MRFetch, tmp_path, records_in, 'politeness.delay=0.05',
+                              'fetch.reducers=2', runner=runner,
+                              args=['--warc-dir', str(warc_dir), '--warc-prefix', 'L'])
         check_one_doc_each(records_in, pages, counters)
         for s in sites:
             check_politeness(s, 0.05)
