@@ -368,10 +368,12 @@ class StagedInlineRunner(InlineRunner):
             del self._working_dir_mgr.name_to_path
 
 
-#: Seconds one more task container costs a short YARN job on the single-node cluster
-#: (JVM start, localisation, Python start: bench/yarn_anatomy.py, bench/README.md):
-#: what a second fetch list (task) must win back.
-CONTAINER_SECONDS = 4.0
+#: Seconds a fetch's task containers cost a short YARN job on the single-node cluster,
+#: against one list run in uber mode inside the ApplicationMaster: the containers'
+#: allocation, launch and JVM (YarnChild) start before the Python mapper runs, read
+#: from the JobHistoryServer and the tasks' syslogs (bench/README.md, "One fetch list").
+#: What a second fetch list (task) must win back.
+CONTAINER_SECONDS = 5.5
 
 
 def one_fetch_list(conf, urls, hosts, cpu):

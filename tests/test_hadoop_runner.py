@@ -109,8 +109,8 @@ def test_every_module_the_jobs_import_is_in_the_deps_archive():
 def test_one_fetch_list_only_when_it_costs_no_politeness_time():
     conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0', 'fetch.threads=32'])
     ok = lambda urls, hosts, c=conf: hadoop.one_fetch_list(c, urls, hosts, 0.02)  # noqa
-    assert ok(400, 20)          # 400 x 0.02 / 2 = 4 s <= one container's cost
-    assert not ok(401, 20)      # a second reducer wins more than its container costs
+    assert ok(550, 20)          # 550 x 0.02 / 2 = 5.5 s <= the containers' cost
+    assert not ok(551, 20)      # a second list wins more than its containers cost
     assert not ok(100, 33)      # more hosts than one reducer's threads: politeness time
     assert not ok(100, None)    # hosts unknown
     polite = config.load(overrides=TEST_SETTINGS + ['politeness.delay=1'])
