@@ -3,8 +3,9 @@
     plan   in/L              -> plan/L   (MRPlanFetch: which fetch list holds which big
                                           host; fetch.plan, many hosts only)
     fetch  in/L (+ plan/L,   -> out/L    (MRFetch: fetch lists, then a map-only fetch;
-           crawldb/L-1)                   with fetch.parse it parses each page too, and
-                                          writes the WARC files itself; the crawl
+           crawldb/L-1)         + meta/L  with fetch.parse it parses each page too, and
+                                          writes the WARC files and meta/L, the pages
+                                          without their text, itself; the crawl
                                           database names the URLs requested before)
       or, with fetch.parse = false:
     fetch  in/L (+ ...)      -> doc/L    (MRFetch: documents with their bodies)
@@ -51,6 +52,10 @@ class CrawlerDriver:
         self.wait_between_fetches()
         if c.warc_enabled:
             self.clear_warc_files(fetched, 'mrcrawl-L' + L)
+        meta = c.path('meta', L)
+        if fused and not c.fs.exists(fetched):
+            c.fs.rm(meta)        # an interrupted run's files: the fetch writes them again
+            fetch_args = fetch_args + c.task_path_args('--meta-dir', meta)
         # The crawl database too: each key's list names the URLs it has requested, so a
         # redirect to one of them is not followed (MRFetch, known_target).
         db = c.path('crawldb', layer_name(layer - 1)) if layer else None
@@ -58,6 +63,9 @@ class CrawlerDriver:
         c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
                      args + fetch_args + (archive if fused else []), runner)
         self.fetch_ended()
+        if fused and c.fs.exists(meta) and not c.fs.exists(c.fs.join(meta, '_SUCCESS')):
+            # Every fetch task committed its file: meta/L is whole (OptimizerDriver.update).
+            c.fs.write_text(c.fs.join(meta, '_SUCCESS'), '')
         if archive and not fused:
             self.clear_warc_files(c.path('warc_index', L), 'mrcrawl-L' + L)
             c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [doc], c.path('warc_index', L),

@@ -1,7 +1,7 @@
 """OptimizerDriver: the crawl database and the next layer (the design's OptimizerDriver).
 
-    optimize  crawldb/L-1 + out/L     -> crawldb/L  (MROptimize: an exact join of the
-                                                     layer's links against every URL
+    optimize  crawldb/L-1 + meta/L    -> crawldb/L  (MROptimize: an exact join of the
+              (or out/L)                             layer's links against every URL
                                                      the crawl knows; Nutch's updatedb)
     pagerank  crawldb/L + out/0..L    -> pagerank/L (MRPageRank; generate.strategy =
                                                      pagerank, every K layers)
@@ -25,13 +25,17 @@ class OptimizerDriver:
         self.conf = crawl.conf
 
     def update(self, layer, steps):
-        """crawldb/L-1 + out/L -> crawldb/L."""
+        """crawldb/L-1 + meta/L -> crawldb/L: the fetch's page records without their
+        text when it wrote them all (meta/L/_SUCCESS: CrawlerDriver.fetch), a twentieth
+        of out/L's bytes, so a layer's update usually fits in the driver
+        (hadoop.local_max_bytes) instead of a YARN job; else out/L itself."""
         from jobs.optimize import MROptimize
         c, L = self.crawl, layer_name(layer)
         db_in = [c.path('crawldb', layer_name(layer - 1))] if layer else []
+        meta = c.path('meta', L)
+        pages = meta if c.fs.exists(c.fs.join(meta, '_SUCCESS')) else c.path('out', L)
         c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
-                     db_in + [c.path('out', L)], c.path('crawldb', L),
-                     ['--layer', str(layer)])
+                     db_in + [pages], c.path('crawldb', L), ['--layer', str(layer)])
 
     def generate(self, layer, steps):
         """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer."""
@@ -86,8 +90,13 @@ class OptimizerDriver:
         return gen.get(C.GENERATED, 0), gen.get(C.GENERATED_HOSTS)
 
     def prune(self, layer):
-        """Keep the two newest crawl database versions (the newest and its backup)."""
+        """Keep the two newest crawl database versions (the newest and its backup); the
+        pages' metadata of layers whose update is done goes."""
         c = self.crawl
         for name in c.fs.listdir(c.path('crawldb')):
             if name.isdigit() and int(name) < layer - 1:
                 c.fs.rm(c.path('crawldb', name))
+        if c.fs.exists(c.path('meta')):
+            for name in c.fs.listdir(c.path('meta')):
+                if name.isdigit() and int(name) <= layer:
+                    c.fs.rm(c.path('meta', name))

@@ -42,5 +42,6 @@ class ParserDriver:
         for L in layers:      # every layer parsed: swap them in
             if c.fs.exists(c.path('reparsed', L)):
                 c.fs.rm(c.path('out', L))
+                c.fs.rm(c.path('meta', L))    # the old parse's: the update reads out/L
                 c.fs.rename(c.path('reparsed', L), c.path('out', L))
         c.fs.rm(c.path('reparsed'))

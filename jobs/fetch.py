@@ -13,6 +13,9 @@ redirected (see jobs.lib.records):
   fetch task writes one WARC file (warc/PREFIX-fNNNNN.warc.gz, counters in the
   ``warc`` group) and each page record points at its record (warc_filename,
   warc_record_offset, warc_record_length, warc_type), which `mrcrawl reparse` reads.
+  With ``--meta-dir`` each fetch task also writes its pages' ``meta`` records (the page
+  record without its text, jobs.lib.sidefile) to meta/NNN/part-fNNNNN: the crawl
+  database update reads those, a twentieth of out/NNN's bytes, instead of the pages.
 - ``fetch.parse = false``: a ``doc`` record with the body (doc/NNN), for MRParse.
 
 Two steps, as Nutch's generate partitions a segment into fetch lists and its fetcher
@@ -109,7 +112,11 @@ class MRFetch(CrawlJob):
                               'and point each page record at its record. Default: off.')
         self.add_passthru_arg('--warc-prefix', default='mrcrawl',
                               help='WARC file name prefix, e.g. mrcrawl-L000.')
-        self.add_webhdfs_args('--warc-dir')
+        self.add_passthru_arg('--meta-dir', default=None,
+                              help='With fetch.parse: also write each page record '
+                              'without its text into this folder (local path or hdfs:// '
+                              'URI), one file per fetch task. Default: off.')
+        self.add_webhdfs_args('--warc-dir and --meta-dir')
         self.add_passthru_arg('--bins', type=int, default=0,
                               help='Fetch lists, in place of fetch.reducers (the driver '
                               'gives 1 when it fetches a small layer inline). Default: 0 '
@@ -206,13 +213,18 @@ class MRFetch(CrawlJob):
             # (lxml, selectolax, numpy, the language model) is most of a task's imports.
             from jobs.lib import parsepage
             self.parser = parsepage.PageParser(self.conf, self._count_parse)
-        self.warc = None
+        self.warc = self.meta = None
         o = self.options
+        part = int(os.environ.get('mapreduce_task_partition') or 0)
+        if o.meta_dir and self.parser is not None:
+            from jobs.lib import sidefile
+            self.meta_of = sidefile.meta
+            self.meta = sidefile.LineSink(o.meta_dir, 'part-f%05d' % part, o.webhdfs_url,
+                                          o.hdfs_user)
         if o.warc_dir:
             # The raw bodies' store: this task's WARC file (jobs/lib/warcfile.py), so
             # that keeping them costs no job of its own and out/ stays lean.
             from jobs.lib import warcfile
-            part = int(os.environ.get('mapreduce_task_partition') or 0)
             self.warc = warcfile.Sink(
                 o.warc_dir, '%s-f%05d.warc.gz' % (o.warc_prefix, part), o.warc_prefix,
                 warcfile.warcinfo(o.warc_prefix, self.conf['politeness']['user_agent'],
@@ -257,6 +269,8 @@ class MRFetch(CrawlJob):
         self.pool.shutdown()
         if self.warc is not None:
             self.warc.commit()
+        if self.meta is not None:
+            self.count(C.META_RECORDS, self.meta.commit()[0])
         self.count(C.ROBOTS_FETCHED, self.robots_fetches)
         self.count(C.ROBOTS_ERROR, self.robots_failures)
         for name, n in sorted(self.stats.items()):
@@ -338,6 +352,8 @@ class MRFetch(CrawlJob):
             doc.update(self.warc.add(doc, self.conf['politeness']['user_agent']) or {})
         if self.parser is not None:
             doc = self.parser.parse(doc)      # never raises: see PageParser.parse
+            if self.meta is not None:
+                self.meta.add(self.meta_of(doc))
         yield None, doc
 
     def _count_parse(self, name, amount=1):

@@ -201,6 +201,41 @@ def test_fetch_archives_bodies_and_points_each_page_at_its_record(tmp_path):
 
 
 @pytest.mark.parametrize('runner', ['inline', 'local'])
+def test_fetch_writes_each_page_without_its_text_for_the_update(tmp_path, runner):
+    """--meta-dir: each fetch task writes its pages without their text, one file per
+    task; MROptimize makes the same crawl database from those as from the pages."""
+    from jobs.lib import sidefile
+    meta_dir = tmp_path / 'meta'
+    with ExitStack() as stack:
+        sites = [stack.enter_context(FixtureSite('127.0.0.%d' % i)) for i in range(2, 6)]
+        records_in = [{'kind': 'url', 'url': s.url(p), 'depth': 0} for s in sites
+                      for p in PATHS]
+        pages, counters = run(MRFetch, tmp_path, records_in, 'politeness.delay=0.05',
+                              'fetch.reducers=2', runner=runner,
+                              args=['--meta-dir', str(meta_dir)])
+    check_one_doc_each(records_in, pages, counters)
+    assert sorted(os.listdir(meta_dir)) == ['part-f00000', 'part-f00001']
+    metas = [json.loads(line) for name in os.listdir(meta_dir)
+             for line in (meta_dir / name).read_text().splitlines()]
+    assert counters['fetch'][C.META_RECORDS] == len(metas) == len(pages)
+    by_url = {p['url']: p for p in pages}
+    for m in metas:
+        page = by_url[m['url']]
+        assert m == {k: v for k, v in page.items() if k not in sidefile.TEXT_FIELDS}
+    assert any(p['text'] for p in pages) and not any('text' in m for m in metas)
+    assert any(m['links'] for m in metas)
+    db = [{'kind': 'db', 'url': sites[0].url('/b.html'), 'status': R.DB_UNFETCHED,
+           'depth': 0}]
+    from_pages, c1 = run(MROptimize, tmp_path, db + pages, args=['--layer', '0'])
+    from_meta, c2 = run(MROptimize, tmp_path, db + metas, args=['--layer', '0'])
+    def stable(db):      # first_seen: the clock when a new URL was seen
+        return sorted(({k: v for k, v in r.items() if k != 'first_seen'} for r in db),
+                      key=lambda r: r['url'])
+    assert stable(from_meta) == stable(from_pages) and len(from_meta) > 30
+    assert c1['optimize'] == c2['optimize']
+
+
+@pytest.mark.parametrize('runner', ['inline', 'local'])
 def test_each_fetch_list_is_one_fetch_task(tmp_path, runner):
     """Step 1 writes one list per bin (one reduce task per key on every runner), step 2
     fetches each list whole in one map task: here two WARC files, and each host's

@@ -27,6 +27,7 @@ CONDITIONAL_REQUESTS = 'conditional_requests_total'  #: If-None-Match/If-Modifie
 REDIRECT_CROSS_KEY = 'redirect_cross_key_total'      #: hop to another key, left for next layer
 REDIRECT_DEDUPLICATED = 'redirect_deduplicated_total'  #: hop to a URL fetched anyway
 REDIRECT_KNOWN_TARGET = 'redirect_known_target_total'  #: hop to a URL requested before
+META_RECORDS = 'meta_records_total'  #: page metadata lines written to meta/ (--meta-dir)
 KEYS_HIT_BY_TIME_BUDGET = 'keys_hit_by_time_budget_total'  #: keys cut by fetch.time_budget
 KEYS_ABOVE_FAILURE_THRESHOLD = 'keys_above_failure_threshold_total'  #: keys cut by failures
 ROBOTS_DENIED_MAX_CRAWL_DELAY = 'robots_denied_max_crawl_delay_total'  #: URLs skipped for it

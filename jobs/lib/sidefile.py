@@ -1,0 +1,57 @@
+"""A task's side output: records a map-only task writes beside its job's output, as
+one file per task, without a job or a shuffle of their own (Hadoop streaming has one
+output per job). The fetch writes its pages' metadata this way (meta/NNN, see
+jobs/fetch.py); the WARC files use the same commit (jobs/lib/warcfile.py).
+
+Pure helper; nothing here imports mrjob.
+"""
+import os
+import tempfile
+
+import orjson
+
+from jobs.lib.warcfile import commit_hdfs, commit_local
+
+#: Page record fields a ``meta`` record leaves out: the text, most of a record's bytes,
+#: which the crawl database update never reads (Nutch splits a segment's parse_text from
+#: its parse_data the same way).
+TEXT_FIELDS = frozenset(('text', 'main_text', 'headings', 'description'))
+
+
+def meta(page):
+    """The ``meta`` line of a page record: the record without TEXT_FIELDS."""
+    return {k: v for k, v in page.items() if k not in TEXT_FIELDS}
+
+
+class LineSink:
+    """JSON lines into *folder*/*name* (a local path, or an hdfs:// folder written
+    through WebHDFS): written under a temporary name, moved into place by
+    :meth:`commit`, so a retried task attempt's file replaces its predecessor's and a
+    failed attempt leaves no partial file under the final name."""
+
+    def __init__(self, folder, name, webhdfs_url=None, user=None):
+        self.folder, self.name = folder, name
+        self.webhdfs_url, self.user = webhdfs_url, user
+        self.remote = folder.startswith('hdfs://')
+        if self.remote:
+            fd, self.tmp_path = tempfile.mkstemp(prefix='side-', suffix='.jsonl', dir='.')
+            os.close(fd)
+        else:
+            os.makedirs(folder, exist_ok=True)
+            self.tmp_path = os.path.join(folder, '.tmp-' + name)
+        self.file = open(self.tmp_path, 'wb')
+        self.lines = 0
+
+    def add(self, rec):
+        self.file.write(orjson.dumps(rec) + b'\n')
+        self.lines += 1
+
+    def commit(self):
+        """Close the file and move it into place: (lines, bytes)."""
+        self.file.close()
+        size = os.path.getsize(self.tmp_path)
+        if self.remote:
+            commit_hdfs(self.tmp_path, self.folder, self.name, self.webhdfs_url, self.user)
+        else:
+            commit_local(self.tmp_path, self.folder, self.name)
+        return self.lines, size
