@@ -97,6 +97,9 @@ class OptimizerDriver:
             if name.isdigit() and int(name) < layer - 1:
                 c.fs.rm(c.path('crawldb', name))
         if c.fs.exists(c.path('meta')):
-            for name in c.fs.listdir(c.path('meta')):
+            names = c.fs.listdir(c.path('meta'))
+            for name in names:
                 if name.isdigit() and int(name) <= layer:
                     c.fs.rm(c.path('meta', name))
+            if all(name.isdigit() and int(name) <= layer for name in names):
+                c.fs.rm(c.path('meta'))

@@ -134,6 +134,7 @@ def check_whole_output(site, out, report):
 def test_crawl_inline_runner(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'inline')
     check_whole_output(site, out, report)
+    check_meta_written_and_gone(out)
     # The downstream example job reads the crawl's xml/ folder as it is.
     from tests.test_inverted_index import run_index
     index, counters = run_index('inline', os.path.join(out, 'xml'))
@@ -144,6 +145,20 @@ def test_crawl_inline_runner(site, tmp_path):
     assert {p['url']: p['tf'] for p in index['redirect']['postings']} == {
         base + '/c.html': {'title': 1, 'main_text': 1, 'anchors': 1},
         base + '/': {'main_text': 1}}
+
+
+def check_meta_written_and_gone(out):
+    """Each fused fetch wrote its pages without their text for the crawl database
+    update (meta/L), one line per page, and meta/ went with the layers."""
+    from jobs.lib import counters as C
+    layers = sorted(os.listdir(os.path.join(out, 'out')))
+    assert layers
+    for layer in layers:
+        with open(os.path.join(out, 'steps', 'fetch-%s.json' % layer)) as f:
+            counters = json.load(f)['counters']
+        pages = read_records(os.path.join(out, 'out', layer))
+        assert counters['fetch'][C.META_RECORDS] == len(pages) > 0
+    assert not os.path.exists(os.path.join(out, 'meta'))
 
 
 def step_runners(out):
@@ -158,6 +173,7 @@ def test_crawl_local_runner(site, tmp_path):
     # runner.uber_max_bytes = 0: every job runs as the local runner's task processes.
     out, report = crawl_fixture(site, tmp_path, 'local', settings=['runner.uber_max_bytes=0'])
     check_whole_output(site, out, report)
+    check_meta_written_and_gone(out)
     runners = step_runners(out)
     assert set(runners.values()) - {None} == {'local'}, runners   # None: inject
 
