@@ -3,13 +3,12 @@ MergeDriver), after each cycle or reparse.
 
     current   out/*                    -> current/    (MRCurrent: each URL's newest fetch;
                                                        from the second cycle on)
-    merge     out/* or current/        -> merge_map/  (MRMerge: who folds into whom, on
+    merge     meta/*, out/* or current/ -> merge_map/ (MRMerge: who folds into whom, on
                                                        summaries; the anchor texts of the
                                                        links to each page, Nutch's
                                                        invertlinks, in its first shuffle)
-    index     pages + merge_map/       -> index/, hosts/  (MRIndexRows, then Parquet:
-                                                       drivers/index.py; here, while the
-                                                       pages are still in the page cache)
+    index     meta/* (or pages)        -> index/, hosts/  (MRIndexRows, then Parquet:
+              + merge_map/                             drivers/index.py)
     mergejoin merge_map/ + pages       -> merged/     (MRMergeJoin: the page text joined
                                                        once)
     delta     prev_merged/ + merged/   -> delta/BUILD/records  (MRDelta: added, changed
@@ -68,25 +67,47 @@ class MergeDriver:
         from jobs.current import MRCurrent
         c = self.crawl
         self.start_build(build)
-        sources = [c.path('out', name) for name in c.fs.listdir(c.path('out'))
-                   if name.isdigit()]
+        layers = [name for name in c.fs.listdir(c.path('out')) if name.isdigit()]
+        sources = [c.path('out', name) for name in layers]
         c.progress('merge: %d layer(s)' % len(sources))
+        summaries = sources
         if cycle > 1:
             c.run_step('current', MRCurrent, sources, c.path('current'))
-            sources = [c.path('current')]
-        group = self.merge_group(sources)
-        index = build_index(c, sources)
+            sources = summaries = [c.path('current')]
+        else:
+            summaries = self.meta_sources(layers) or sources
+        group = self.merge_group(summaries, sources)
+        index = build_index(c, summaries)
         return self.merge_join(sources, group, build), index, sources
 
-    def merge_group(self, sources):
-        """MRMerge: pages -> merge_map/ (its step dict). The merge is two jobs,
-        so that mrjob drops this one's intermediate files before MRMergeJoin shuffles
-        whole pages."""
+    def meta_sources(self, layers):
+        """meta/L for every one of *layers*, when the fetch wrote each whole
+        (CrawlerDriver.fetch): what merge and index read of the pages, without their
+        text, a twentieth of the bytes. Else None (an older crawl, a separate parse job,
+        a reparse)."""
+        c = self.crawl
+        metas = [c.path('meta', name) for name in layers]
+        if metas and all(c.fs.exists(c.fs.join(m, '_SUCCESS')) for m in metas):
+            return metas
+        return None
+
+    def merge_group(self, summaries, sources):
+        """MRMerge: pages (*summaries*: meta/* when there, else the pages themselves,
+        *sources*) -> merge_map/ (its step dict). The merge is two jobs, so that mrjob
+        drops this one's intermediate files before MRMergeJoin shuffles whole pages."""
         from jobs.merge import MRMerge
         c = self.crawl
         if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
             return c.report.load_step('merge')   # merged/ by a one-job merge
-        return c.run_step('merge', MRMerge, sources, c.path('merge_map'))
+        step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'))
+        stale = step['counters'].get(C.MERGE, {}).get(C.NEAR_TEXT_IN_OUT, 0)
+        if stale and summaries != sources:
+            # SimHashes made with another merge.shingle_words: hash the text again.
+            c.progress('merge: %d page(s) need their text hashed again: merging from out/'
+                       % stale)
+            c.fs.rm(c.path('merge_map'))
+            step = c.run_step('merge', MRMerge, sources, c.path('merge_map'))
+        return step
 
     def merge_join(self, sources, group, build):
         """MRMergeJoin: merge_map/ + pages -> merged/; one step dict for the report's

@@ -90,16 +90,8 @@ class OptimizerDriver:
         return gen.get(C.GENERATED, 0), gen.get(C.GENERATED_HOSTS)
 
     def prune(self, layer):
-        """Keep the two newest crawl database versions (the newest and its backup); the
-        pages' metadata of layers whose update is done goes."""
+        """Keep the two newest crawl database versions (the newest and its backup)."""
         c = self.crawl
         for name in c.fs.listdir(c.path('crawldb')):
             if name.isdigit() and int(name) < layer - 1:
                 c.fs.rm(c.path('crawldb', name))
-        if c.fs.exists(c.path('meta')):
-            names = c.fs.listdir(c.path('meta'))
-            for name in names:
-                if name.isdigit() and int(name) <= layer:
-                    c.fs.rm(c.path('meta', name))
-            if all(name.isdigit() and int(name) <= layer for name in names):
-                c.fs.rm(c.path('meta'))

@@ -1,7 +1,8 @@
 """MRMerge (MergeDriver), step 1 of 2: which pages fold into which, on slim summaries.
 
 Reads ``page`` records of every layer (out/*; they carry doc/'s fetch metadata and the
-parse results, without the raw body). Writes ``merge_map`` records (merge_map/): one per
+parse results, without the raw body), or the same records without their text (meta/*,
+jobs.lib.sidefile: all this job reads of a page when its SimHash is current). Writes ``merge_map`` records (merge_map/): one per
 distinct HTML page (a *leader*), naming the URLs folded into it, with its SimHash,
 in-link anchors and secondary resources. MRMergeJoin (jobs/merge_join.py) then joins
 them with out/* into ``merged`` records (merged/).
@@ -206,6 +207,10 @@ class MRMerge(CrawlJob):
             return None
         fp = page.get('fingerprint')
         if not simhash.current(fp, s['shingle_words']):
+            if 'text' not in page and 'main_text' not in page:
+                # A meta/ record (jobs.lib.sidefile): the text to hash is in out/.
+                self.count(C.NEAR_TEXT_IN_OUT)
+                return None
             fp = simhash.fingerprint(page.get('main_text') or page.get('text') or '',
                                      s['shingle_words'])
             self.count(C.NEAR_HASHED_IN_MERGE)

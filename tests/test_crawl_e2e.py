@@ -134,7 +134,7 @@ def check_whole_output(site, out, report):
 def test_crawl_inline_runner(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'inline')
     check_whole_output(site, out, report)
-    check_meta_written_and_gone(out)
+    check_meta_written(out)
     # The downstream example job reads the crawl's xml/ folder as it is.
     from tests.test_inverted_index import run_index
     index, counters = run_index('inline', os.path.join(out, 'xml'))
@@ -147,18 +147,64 @@ def test_crawl_inline_runner(site, tmp_path):
         base + '/': {'main_text': 1}}
 
 
-def check_meta_written_and_gone(out):
-    """Each fused fetch wrote its pages without their text for the crawl database
-    update (meta/L), one line per page, and meta/ went with the layers."""
+def check_meta_written(out):
+    """Each fused fetch wrote its pages without their text (meta/L), one line per page
+    (read by optimize, merge and index), and marked it whole."""
     from jobs.lib import counters as C
     layers = sorted(os.listdir(os.path.join(out, 'out')))
-    assert layers
+    assert layers and sorted(os.listdir(os.path.join(out, 'meta'))) == layers
     for layer in layers:
         with open(os.path.join(out, 'steps', 'fetch-%s.json' % layer)) as f:
             counters = json.load(f)['counters']
         pages = read_records(os.path.join(out, 'out', layer))
-        assert counters['fetch'][C.META_RECORDS] == len(pages) > 0
-    assert not os.path.exists(os.path.join(out, 'meta'))
+        metas = read_records(os.path.join(out, 'meta', layer))
+        assert counters['fetch'][C.META_RECORDS] == len(metas) == len(pages) > 0
+        assert os.path.exists(os.path.join(out, 'meta', layer, '_SUCCESS'))
+
+
+def test_merge_reads_the_pages_metadata_and_falls_back_to_their_text(site, tmp_path):
+    """merge_map/ and the index from meta/* equal those from out/*; with SimHashes of
+    another merge.shingle_words the merge takes out/* again and hashes the text."""
+    import pyarrow.parquet as pq
+
+    def read_parquet_rows(folder):
+        return pq.read_table(folder).to_pylist()
+    out, _ = crawl_fixture(site, tmp_path, 'inline', depth=2)
+    layers = sorted(os.listdir(os.path.join(out, 'out')))
+    metas = [os.path.join(out, 'meta', n) for n in layers]
+    outs = [os.path.join(out, 'out', n) for n in layers]
+    from_meta = read_records(os.path.join(out, 'merge_map'))
+    rows_meta = read_parquet_rows(os.path.join(out, 'index'))
+    for conf, expect_fallback in ((test_conf('merge.shingle_words=4'), True),
+                                  (test_conf(), False)):
+        messages = []
+        crawl = Crawl(out, conf, runner='inline', progress=messages.append)
+        crawl.prepare()
+        assert crawl.merger.meta_sources(layers) == metas
+        ref = Crawl(str(tmp_path / 'ref'), conf, runner='inline', progress=lambda m: None)
+        ref.prepare()
+        for c in (crawl, ref):
+            c.fs.rm(c.path('merge_map'))
+            c.fs.rm(c.path('merged'))      # else merge_group takes merged/ as done
+        step = crawl.merger.merge_group(metas, outs)
+        direct = ref.merger.merge_group(outs, outs)
+        got = read_records(os.path.join(out, 'merge_map'))
+        assert got == read_records(os.path.join(ref.out, 'merge_map'))
+        assert step['counters'] == direct['counters']
+        assert any('merging from out/' in m for m in messages) == expect_fallback
+        if not expect_fallback:
+            assert got == from_meta and len(got) > 5
+        else:
+            assert step['counters']['merge']['near_hashed_in_merge_total'] > 5
+    # The index made from meta/* has every row the pages give.
+    ref = Crawl(str(tmp_path / 'ref2'), test_conf(), runner='inline', progress=lambda m: None)
+    ref.prepare()
+    ref.fs.rm(ref.path('merge_map'))
+    os.symlink(os.path.join(out, 'merge_map'), ref.path('merge_map'))
+    from drivers.index import build_index
+    build_index(ref, outs)
+    key = lambda r: (r['url'], r['layer'])  # noqa: E731
+    assert sorted(read_parquet_rows(ref.path('index')), key=key) == sorted(rows_meta, key=key)
 
 
 def step_runners(out):
@@ -173,7 +219,7 @@ def test_crawl_local_runner(site, tmp_path):
     # runner.uber_max_bytes = 0: every job runs as the local runner's task processes.
     out, report = crawl_fixture(site, tmp_path, 'local', settings=['runner.uber_max_bytes=0'])
     check_whole_output(site, out, report)
-    check_meta_written_and_gone(out)
+    check_meta_written(out)
     runners = step_runners(out)
     assert set(runners.values()) - {None} == {'local'}, runners   # None: inject
 

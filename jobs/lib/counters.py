@@ -114,6 +114,8 @@ CANONICAL_UNRESOLVED = 'canonical_claim_unresolved_total'  #: claimer itself fol
 NEAR_SKIPPED_SHORT = 'near_skipped_short_total'   #: fewer than merge.min_words words: not banded
 NEAR_HASHED_IN_MERGE = 'near_hashed_in_merge_total'  #: page records without a usable
 #: ``fingerprint`` (written before it, or with another merge.shingle_words): hashed by MRMerge
+NEAR_TEXT_IN_OUT = 'near_text_in_out_total'  #: such a record read from meta/, whose text
+#: is in out/ only: the driver merges from out/ instead (MergeDriver.merge_group)
 NEAR_CANDIDATES = 'near_candidate_pairs_total'    #: pairs that met in a band bucket
 NEAR_REJECTED = 'near_candidates_rejected_total'  #: candidates farther than max_hamming_distance
 NEAR_BUCKET_OVERFLOW = 'near_bucket_overflow_total'  #: pages past merge.max_bucket_pages in a bucket
