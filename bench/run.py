@@ -392,7 +392,7 @@ def mrcrawl_steps(out, names=None):
         with open(os.path.join(steps_dir, fn)) as f:
             s = json.load(f)
         kind = fn.split('-')[0].replace('.json', '')
-        if kind == 'inject':
+        if kind == 'inject' or s.get('made_by'):   # made_by: written by another job
             continue
         per_kind[kind] = round(per_kind.get(kind, 0) + s.get('seconds', 0), 3)
         n[kind] = n.get(kind, 0) + 1

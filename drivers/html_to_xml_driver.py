@@ -1,8 +1,10 @@
 """HtmlToXmlDriver: one XML document per merged page (the design's HtmlToXmlDriver).
 
-    xml        merged/               -> xml/             (MRHtmlToXml: the documents
-                                                          downstream indexers read;
-                                                          schema in docs/)
+    xml        merged/               -> xml/             (the documents downstream
+                                                          indexers read; schema in docs/:
+                                                          written by the merge join's
+                                                          tasks, MergeDriver.merge_join,
+                                                          else here by MRHtmlToXml)
     delta xml  delta/BUILD/records   -> delta/BUILD/xml  (MRHtmlToXml: what changed
                                                           since the last build, with
                                                           deletion documents)

@@ -110,12 +110,30 @@ class MergeDriver:
         return step
 
     def merge_join(self, sources, group, build):
-        """MRMergeJoin: merge_map/ + pages -> merged/; one step dict for the report's
-        merge: both jobs' counters (groups merge, merge_join), their seconds."""
+        """MRMergeJoin: merge_map/ + pages -> merged/, and xml/ beside it; one step dict
+        for the report's merge: both jobs' counters (groups merge, merge_join), their
+        seconds. The join's tasks write each merged page's XML document too (--xml-dir),
+        so no job reads every merged page again for it: the documents go into xml/ once
+        the join has succeeded, and the xml step is recorded from its counters. A join
+        done in an earlier run left no documents: HtmlToXmlDriver.xml makes them."""
         from jobs.merge_join import MRMergeJoin
         c = self.crawl
+        args = ['--build', build]
+        side = c.path('tmp', 'xml_side')
+        fresh = not c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('xml'))
+        if fresh:
+            c.fs.rm(side)          # an interrupted join's files
+            args += c.task_path_args('--xml-dir', side)
         join = c.run_step('mergejoin', MRMergeJoin, [c.path('merge_map')] + sources,
-                          c.path('merged'), ['--build', build])
+                          c.path('merged'), args)
+        if fresh:
+            if not c.fs.exists(side):
+                c.fs.mkdirs(side)  # no merged page: no task wrote a file
+            c.fs.rename(side, c.path('xml'))
+            xml = {'counters': {C.XML: join['counters'].pop(C.XML, {})}, 'seconds': 0.0,
+                   'made_by': 'mergejoin'}
+            c.report.save_step('mergejoin', join)
+            c.report.save_step('xml', xml)
         return merge_step(group, join)
 
     def delta(self, build, sources):

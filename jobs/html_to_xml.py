@@ -26,13 +26,13 @@ class MRHtmlToXml(CrawlJob):
     def mapper_to_xml(self, _, line):
         """merged line -> (url, one-line XML)."""
         for page in self.records(line, 'merged', 'deletion'):
-            url = xmlpage.clean(page['url']).replace('\t', '%09').encode('utf-8')
             if page['kind'] == 'deletion':    # from a re-crawl: the page is gone
+                url = xmlpage.clean(page['url']).replace('\t', '%09').encode('utf-8')
                 self.count(C.XML_DELETIONS)
                 yield url, xmlpage.deletion_xml(page).encode('utf-8')
             else:
                 self.count(C.XML_DOCS)
-                yield url, xmlpage.page_xml_bytes(page)
+                yield xmlpage.xml_key_value(page)
 
 
 if __name__ == '__main__':

@@ -13,6 +13,11 @@ here (counted ``fetches_not_kept_total``); the mapper already drops fields no me
 record carries (``body``, ``raw_body``). Secondary resources a leader's page names but
 that have no fetched record are listed with status null, reason ``not_fetched``.
 
+With ``--xml-dir`` each reduce task also writes the XML documents of its merged
+records (jobs.lib.xmlpage.xml_key_value: MRHtmlToXml's lines, counted in the ``xml``
+group) to one file of that folder: the crawl's xml/ without a job that reads every
+merged page again (MergeDriver.merge_join).
+
 Run alone (after jobs.merge)::
 
     python -m jobs.merge_join --crawl-conf crawl/conf.json crawl/merge_map \\
@@ -37,10 +42,32 @@ class MRMergeJoin(CrawlJob):
                                    '``build`` field, which jobs/delta.py compares): the '
                                    'cycle, e.g. 002, or a reparse, 002-reparse1. '
                                    'Default: %(default)s')
+        self.add_passthru_arg('--xml-dir', default=None,
+                              help='Also write each merged record as its xml/ line into '
+                              'this folder (local path or hdfs:// URI), one file per '
+                              'reduce task. Default: off.')
+        self.add_webhdfs_args('--xml-dir')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_join,
+        return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_xml,
+                       reducer=self.reducer_join, reducer_final=self.reducer_final_xml,
                        jobconf=self.wide_reduce())]
+
+    def reducer_init_xml(self):
+        self.xml = None
+        o = self.options
+        if o.xml_dir:
+            import os
+            from jobs.lib import sidefile, xmlpage
+            part = int(os.environ.get('mapreduce_task_partition') or 0)
+            self.xml = sidefile.LineSink(o.xml_dir, 'part-%05d' % part, o.webhdfs_url,
+                                         o.hdfs_user)
+            self.xml_key_value = xmlpage.xml_key_value
+
+    def reducer_final_xml(self):
+        if self.xml is not None:
+            self.count(C.XML_DOCS, self.xml.commit()[0], C.XML)
+        return ()
 
     def mapper_by_url(self, _, line):
         """merge_map line -> (url, map); page line -> (final url, page without body)."""
@@ -78,6 +105,8 @@ class MRMergeJoin(CrawlJob):
         page['kind'] = 'merged'
         page['build'] = self.options.build
         self.count(C.JOIN_MERGED)
+        if self.xml is not None:
+            self.xml.add_line(b'\t'.join(self.xml_key_value(page)))
         yield None, page
 
     def list_resources(self, fetched, named):

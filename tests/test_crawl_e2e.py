@@ -162,14 +162,40 @@ def check_meta_written(out):
         assert os.path.exists(os.path.join(out, 'meta', layer, '_SUCCESS'))
 
 
+def xml_lines(folder):
+    lines = []
+    for name in sorted(os.listdir(folder)):
+        if not name.startswith(('.', '_')):
+            with open(os.path.join(folder, name), 'rb') as f:
+                lines.extend(f.read().splitlines())
+    return sorted(lines)
+
+
 def test_merge_reads_the_pages_metadata_and_falls_back_to_their_text(site, tmp_path):
     """merge_map/ and the index from meta/* equal those from out/*; with SimHashes of
-    another merge.shingle_words the merge takes out/* again and hashes the text."""
+    another merge.shingle_words the merge takes out/* again and hashes the text. The
+    merge join wrote xml/ itself: the lines MRHtmlToXml makes from merged/, and the
+    same again when a resumed crawl finds merged/ without xml/."""
     import pyarrow.parquet as pq
+    from jobs.lib import counters as C
 
     def read_parquet_rows(folder):
         return pq.read_table(folder).to_pylist()
-    out, _ = crawl_fixture(site, tmp_path, 'inline', depth=2)
+    out, report = crawl_fixture(site, tmp_path, 'inline', depth=2)
+    xml = xml_lines(os.path.join(out, 'xml'))
+    with open(os.path.join(out, 'steps', 'xml.json')) as f:
+        step = json.load(f)
+    assert step['made_by'] == 'mergejoin' and 'runner' not in step
+    assert step['counters']['xml'][C.XML_DOCS] == report['xml']['documents'] == len(xml) > 5
+    with open(os.path.join(out, 'steps', 'mergejoin.json')) as f:
+        assert 'xml' not in json.load(f)['counters']
+    crawl = Crawl(out, test_conf(), runner='inline', progress=lambda m: None)
+    crawl.prepare()
+    crawl.fs.rm(crawl.path('xml'))
+    crawl.fs.rm(crawl.path('steps', 'xml.json'))
+    made = crawl.html_to_xml.xml()
+    assert made['runner'] == 'inline' and xml_lines(os.path.join(out, 'xml')) == xml
+    assert made['counters']['xml'][C.XML_DOCS] == len(xml)
     layers = sorted(os.listdir(os.path.join(out, 'out')))
     metas = [os.path.join(out, 'meta', n) for n in layers]
     outs = [os.path.join(out, 'out', n) for n in layers]
@@ -234,7 +260,9 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'local', depth=1)
     runners = step_runners(out)
     assert runners['fetch-000'] == runners['fetch-001'] == 'inline'
-    assert runners['optimize-000'] == runners['generate-001'] == runners['xml'] == 'inline'
+    assert runners['optimize-000'] == runners['generate-001'] == runners['mergejoin'] \
+        == 'inline'
+    assert runners['xml'] is None      # written by the merge join's tasks
     pages = [p for p in site.paths() if p != '/robots.txt']
     assert len(pages) == len(set(pages)) >= 5
     for layer in ('000', '001'):

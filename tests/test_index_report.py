@@ -78,9 +78,10 @@ def test_index_has_one_row_per_url_and_layer_with_duplicates_joined(crawled):
 
 
 def test_index_runs_between_the_merge_jobs(crawled):
-    """The index reads every layer's out/ right after MRMerge did, before MRMergeJoin
-    and xml write merged/ and xml/ (on a crawl larger than the page cache, after them
-    it read out/ from disk again). Each step's counters are saved as it ends."""
+    """The index reads every layer's pages (meta/, else out/) right after MRMerge did,
+    before MRMergeJoin writes merged/ and xml/ (on a crawl larger than the page cache,
+    after them it read out/ from disk again). Each step's counters are saved as it
+    ends."""
     _, out = crawled
     ended = {name: os.stat(os.path.join(out, 'steps', name + '.json')).st_mtime_ns
              for name in ('merge', 'indexrows', 'index', 'mergejoin', 'xml')}

@@ -43,7 +43,11 @@ class LineSink:
         self.lines = 0
 
     def add(self, rec):
-        self.file.write(orjson.dumps(rec) + b'\n')
+        self.add_line(orjson.dumps(rec))
+
+    def add_line(self, line):
+        """One line of bytes, without its line break."""
+        self.file.write(line + b'\n')
         self.lines += 1
 
     def commit(self):

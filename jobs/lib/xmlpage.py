@@ -58,6 +58,13 @@ def page_xml(page):
     return page_xml_bytes(page).decode('utf-8')
 
 
+def xml_key_value(page):
+    """A ``merged`` record as a line of xml/: (URL, the page's XML), UTF-8 bytes with no
+    TAB in the URL and no line break in either, as MRHtmlToXml and MRMergeJoin's
+    ``--xml-dir`` write them, TAB-separated."""
+    return clean(page['url']).replace('\t', '%09').encode('utf-8'), page_xml_bytes(page)
+
+
 def page_xml_bytes(page):
     """A ``merged`` record as one line of XML: UTF-8 bytes, no XML declaration, no
     line break (those in text are character references). What MRHtmlToXml writes:
