@@ -354,7 +354,11 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
                    for n in fs.listdir(small_uri + '/steps')}
     assert {k: v for k, v in small_steps.items() if k.startswith('fetch-')} == {
         'fetch-%03d' % n: 'inline+hadoop' for n in range(DEPTH + 1)}
-    assert small_steps['optimize-000'] == small_steps['merge'] == small_steps['xml'] == 'inline'
+    assert small_steps['optimize-000'] == small_steps['merge'] == \
+        small_steps['mergejoin'] == 'inline'
+    # xml/ written by the merge join's tasks (here in the driver) through WebHDFS.
+    assert small_steps['xml'] is None and json.loads(fs.read_text(
+        small_uri + '/steps/xml.json'))['made_by'] == 'mergejoin'
     # Parsed again from the WARC records on HDFS with a new field rule: the site is gone,
     # so nothing could have been fetched, and the field is in merged/.
     sites_dir = tmp_path / 'sites'
