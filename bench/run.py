@@ -521,6 +521,7 @@ def run_point(name, crawlers, timeout, src='worktree', settings=()):
             'pages_per_second', 'driver_peak_mb', 'task_peak_mb', 'robots_violations',
             'politeness_violations', 'crawl_machine_cpu_seconds',
             'machine_cpu_seconds_per_page', 'containers')}}), flush=True)
+    same_xml(name, result)
     os.makedirs(RESULTS, exist_ok=True)
     path = os.path.join(RESULTS, name + '.json')
     if os.path.exists(path):   # crawlers not rerun keep their last result
@@ -531,6 +532,26 @@ def run_point(name, crawlers, timeout, src='worktree', settings=()):
     with open(path, 'w') as f:
         json.dump(result, f, indent=1, sort_keys=True)
     return result
+
+
+def same_xml(name, result):
+    """The YARN crawls' xml/ against the local runner's, when both ran in this run
+    (compare_xml.py): result['xml_vs_local'][crawler]."""
+    from compare_xml import compare
+    crawls = result['crawls']
+    local = crawls.get('mrcrawl')
+    if not local or local['exit_status'] != 0:
+        return
+    for crawler in ('mrcrawl-yarn', 'mrcrawl-yarn-all'):
+        if crawls.get(crawler, {}).get('exit_status') != 0:
+            continue
+        out = os.path.join(WORK, 'out-%s-%s' % (name, crawler))
+        webhdfs_get_dir(yarn_out(out) + '/xml', os.path.join(out, 'xml'))
+        got = compare(os.path.join(WORK, 'out-%s-mrcrawl' % name, 'xml'),
+                      os.path.join(out, 'xml'))
+        result.setdefault('xml_vs_local', {})[crawler] = got
+        print('%s: %s xml/ against the local runner\'s: %s' % (name, crawler, json.dumps(got)),
+              flush=True)
 
 
 def summarize():
