@@ -200,6 +200,13 @@ def test_fetch_archives_bodies_and_points_each_page_at_its_record(tmp_path):
         assert records.digest(data) == page['digest'] and ctype.startswith('text/html')
 
 
+def list_of(url, bins=2):
+    """The fetch list MRFetch puts *url*'s host in, without a plan (_list_key)."""
+    import zlib
+    from jobs.lib import politeness
+    return zlib.crc32(politeness.politeness_key(url, 'host').encode('utf-8')) % bins
+
+
 @pytest.mark.parametrize('runner', ['inline', 'local'])
 def test_fetch_writes_each_page_without_its_text_for_the_update(tmp_path, runner):
     """--meta-dir: each fetch task writes its pages without their text, one file per
@@ -208,6 +215,9 @@ def test_fetch_writes_each_page_without_its_text_for_the_update(tmp_path, runner
     meta_dir = tmp_path / 'meta'
     with ExitStack() as stack:
         sites = [stack.enter_context(FixtureSite('127.0.0.%d' % i)) for i in range(2, 6)]
+        # Ports are random: add hosts until both fetch lists get one (crc32 of the key).
+        while len({list_of(s.url('/')) for s in sites}) < 2 and len(sites) < 16:
+            sites.append(stack.enter_context(FixtureSite('127.0.0.%d' % (len(sites) + 2))))
         records_in = [{'kind': 'url', 'url': s.url(p), 'depth': 0} for s in sites
                       for p in PATHS]
         pages, counters = run(MRFetch, tmp_path, records_in, 'politeness.delay=0.05',
@@ -244,6 +254,8 @@ def test_each_fetch_list_is_one_fetch_task(tmp_path, runner):
     warc_dir = tmp_path / 'warc'
     with ExitStack() as stack:
         sites = [stack.enter_context(FixtureSite('127.0.0.%d' % i)) for i in range(2, 10)]
+        while len({list_of(s.url('/')) for s in sites}) < 2 and len(sites) < 16:
+            sites.append(stack.enter_context(FixtureSite('127.0.0.%d' % (len(sites) + 2))))
         records_in = [{'kind': 'url', 'url': s.url(p), 'depth': 0}
                       for s in sites for p in ('/', '/a.html', '/b.html')]
         pages, counters = run(MRFetch, tmp_path, records_in, 'politeness.delay=0.05',
