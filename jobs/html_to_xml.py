@@ -27,9 +27,8 @@ class MRHtmlToXml(CrawlJob):
         """merged line -> (url, one-line XML)."""
         for page in self.records(line, 'merged', 'deletion'):
             if page['kind'] == 'deletion':    # from a re-crawl: the page is gone
-                url = xmlpage.clean(page['url']).replace('\t', '%09').encode('utf-8')
                 self.count(C.XML_DELETIONS)
-                yield url, xmlpage.deletion_xml(page).encode('utf-8')
+                yield xmlpage.xml_key(page['url']), xmlpage.deletion_xml(page).encode('utf-8')
             else:
                 self.count(C.XML_DOCS)
                 yield xmlpage.xml_key_value(page)

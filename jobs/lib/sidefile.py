@@ -1,5 +1,5 @@
-"""A task's side output: records a map-only task writes beside its job's output, as
-one file per task, without a job or a shuffle of their own (Hadoop streaming has one
+"""A task's side output: records a task writes beside its job's output, as one file
+per task, without a job or a shuffle of their own (Hadoop streaming has one
 output per job). The fetch writes its pages' metadata this way (meta/NNN, see
 jobs/fetch.py); the WARC files use the same commit (jobs/lib/warcfile.py).
 

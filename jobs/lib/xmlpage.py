@@ -58,11 +58,16 @@ def page_xml(page):
     return page_xml_bytes(page).decode('utf-8')
 
 
+def xml_key(url):
+    """The key of an xml/ line: the URL as UTF-8 bytes with no TAB in it."""
+    return clean(url).replace('\t', '%09').encode('utf-8')
+
+
 def xml_key_value(page):
     """A ``merged`` record as a line of xml/: (URL, the page's XML), UTF-8 bytes with no
-    TAB in the URL and no line break in either, as MRHtmlToXml and MRMergeJoin's
-    ``--xml-dir`` write them, TAB-separated."""
-    return clean(page['url']).replace('\t', '%09').encode('utf-8'), page_xml_bytes(page)
+    line break in either, as MRHtmlToXml and MRMergeJoin's ``--xml-dir`` write them,
+    TAB-separated."""
+    return xml_key(page['url']), page_xml_bytes(page)
 
 
 def page_xml_bytes(page):
