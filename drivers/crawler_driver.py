@@ -63,13 +63,20 @@ class CrawlerDriver:
         c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
                      args + fetch_args + (archive if fused else []), runner)
         self.fetch_ended()
-        if fused and c.fs.exists(meta) and not c.fs.exists(c.fs.join(meta, '_SUCCESS')):
-            # Every fetch task committed its file: meta/L is whole (OptimizerDriver.update).
+        if fused and c.fs.exists(meta) and not self.meta_whole(L):
+            # Every fetch task committed its file: meta/L is whole.
             c.fs.write_text(c.fs.join(meta, '_SUCCESS'), '')
         if archive and not fused:
             self.clear_warc_files(c.path('warc_index', L), 'mrcrawl-L' + L)
             c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [doc], c.path('warc_index', L),
                          args + archive)
+
+    def meta_whole(self, L):
+        """meta/L if the fetch of layer L wrote it whole (its _SUCCESS, written above once
+        the fetch step succeeded), else None: the jobs that read only page metadata
+        (optimize, merge, index) then read out/L."""
+        meta = self.crawl.path('meta', L)
+        return meta if self.crawl.fs.exists(self.crawl.fs.join(meta, '_SUCCESS')) else None
 
     def where(self, urls_in, hosts_in, L):
         """(runner or None for the crawl's, extra fetch arguments) for layer L."""

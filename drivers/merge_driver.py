@@ -82,14 +82,11 @@ class MergeDriver:
 
     def meta_sources(self, layers):
         """meta/L for every one of *layers*, when the fetch wrote each whole
-        (CrawlerDriver.fetch): what merge and index read of the pages, without their
+        (CrawlerDriver.meta_whole): what merge and index read of the pages, without their
         text, a twentieth of the bytes. Else None (an older crawl, a separate parse job,
         a reparse)."""
-        c = self.crawl
-        metas = [c.path('meta', name) for name in layers]
-        if metas and all(c.fs.exists(c.fs.join(m, '_SUCCESS')) for m in metas):
-            return metas
-        return None
+        metas = [self.crawl.crawler.meta_whole(name) for name in layers]
+        return metas if metas and all(metas) else None
 
     def merge_group(self, summaries, sources):
         """MRMerge: pages (*summaries*: meta/* when there, else the pages themselves,

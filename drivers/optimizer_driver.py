@@ -26,14 +26,13 @@ class OptimizerDriver:
 
     def update(self, layer, steps):
         """crawldb/L-1 + meta/L -> crawldb/L: the fetch's page records without their
-        text when it wrote them all (meta/L/_SUCCESS: CrawlerDriver.fetch), a twentieth
+        text when it wrote them all (CrawlerDriver.meta_whole), a twentieth
         of out/L's bytes, so a layer's update usually fits in the driver
         (hadoop.local_max_bytes) instead of a YARN job; else out/L itself."""
         from jobs.optimize import MROptimize
         c, L = self.crawl, layer_name(layer)
         db_in = [c.path('crawldb', layer_name(layer - 1))] if layer else []
-        meta = c.path('meta', L)
-        pages = meta if c.fs.exists(c.fs.join(meta, '_SUCCESS')) else c.path('out', L)
+        pages = c.crawler.meta_whole(L) or c.path('out', L)
         c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
                      db_in + [pages], c.path('crawldb', L), ['--layer', str(layer)])
 
