@@ -452,7 +452,7 @@ class Crawl:
         records = self.merger.delta(build, sources)
         if records:
             self.html_to_xml.delta(build, records)
-            self.merger.delta_done()
+        self.merger.delta_done()
         return {'merge': merge, 'xml': xml, 'index': index}
 
     # -- settings the drivers share ----------------------------------------------------

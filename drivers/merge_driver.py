@@ -10,9 +10,12 @@ MergeDriver), after each cycle or reparse.
     index     meta/* (or pages)        -> index/, hosts/  (MRIndexRows, then Parquet:
               + merge_map/                             drivers/index.py)
     mergejoin merge_map/ + pages       -> merged/     (MRMergeJoin: the page text joined
-                                                       once)
-    delta     prev_merged/ + merged/   -> delta/BUILD/records  (MRDelta: added, changed
-                                                       and deleted since the last build)
+              (+ prev_signatures/)        + xml/, signatures/, delta/BUILD  once; its
+                                                       tasks also write the documents,
+                                                       each page's signature and what
+                                                       changed since the last build)
+    delta     prev_signatures/ + merged/ -> delta/BUILD  (MRDelta, only when merged/
+                                                       was joined in an earlier run)
 
 The final outputs of the whole crawl are rebuilt as one *build* ('001' after cycle 1,
 '002-reparse1' after a reparse of cycle 2); OUT/outputs.json names the build they
@@ -23,7 +26,7 @@ import json
 from jobs.lib import counters as C
 
 #: Final outputs, rebuilt for the whole crawl after each cycle or reparse.
-FINAL_OUTPUTS = ('current', 'merge_map', 'merged', 'xml', 'index', 'hosts')
+FINAL_OUTPUTS = ('current', 'merge_map', 'merged', 'xml', 'signatures', 'index', 'hosts')
 
 
 def merge_step(group, join):
@@ -47,15 +50,17 @@ class MergeDriver:
         return done.get('build') or '%03d' % done['cycle']
 
     def start_build(self, build):
-        """Outputs of an earlier build are behind: merged/ is kept as prev_merged/ for
-        the delta, the rest removed to be rebuilt."""
+        """Outputs of an earlier build are behind: signatures/ is kept as
+        prev_signatures/ for the delta (merged/ as prev_merged/ when a build has no
+        signatures/: a crawl of an earlier version), the rest removed to be rebuilt."""
         c = self.crawl
         built = self.built()
         if built == build:
             return
         c.progress('outputs of build %s are behind: rebuilding them as %s' % (built, build))
-        if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('prev_merged')):
-            c.fs.rename(c.path('merged'), c.path('prev_merged'))
+        for name in ('signatures', 'merged'):
+            if c.fs.exists(c.path(name)) and not self.previous():
+                c.fs.rename(c.path(name), c.path('prev_' + name))
         for name in FINAL_OUTPUTS:
             c.fs.rm(c.path(name))
         c.fs.write_text(c.path('outputs.json'), json.dumps({'build': build}))
@@ -106,51 +111,86 @@ class MergeDriver:
             step = c.run_step('merge', MRMerge, sources, c.path('merge_map'))
         return step
 
+    def previous(self):
+        """The previous build's signatures/ (else its merged/, from an earlier version)
+        while its delta is not written: prev_signatures/ or prev_merged/, else None."""
+        for name in ('prev_signatures', 'prev_merged'):
+            if self.crawl.fs.exists(self.crawl.path(name)):
+                return self.crawl.path(name)
+        return None
+
     def merge_join(self, sources, group, build):
-        """MRMergeJoin: merge_map/ + pages -> merged/, and xml/ beside it; one step dict
-        for the report's merge: both jobs' counters (groups merge, merge_join), their
-        seconds. The join's tasks write each merged page's XML document too (--xml-dir),
-        so no job reads every merged page again for it: the documents go into xml/ once
-        the join has succeeded, and the xml step is recorded from its counters. A join
-        done in an earlier run left no documents: HtmlToXmlDriver.xml makes them."""
+        """MRMergeJoin: merge_map/ + pages -> merged/, and beside it xml/, signatures/
+        and the delta since the previous build (delta/BUILD); one step dict for the
+        report's merge: both jobs' counters (groups merge, merge_join), their seconds.
+        The join's tasks write the side files (--xml-dir, --signature-dir, --delta-dir),
+        so no job reads every merged page again for them: they move into place once the
+        join has succeeded, and the xml and delta steps are recorded from its counters.
+        A join done in an earlier run left none: HtmlToXmlDriver.xml and
+        :meth:`delta` make them."""
         from jobs.merge_join import MRMergeJoin
         c = self.crawl
-        args = ['--build', build]
-        side = c.path('tmp', 'xml_side')
+        args, inputs = ['--build', build], [c.path('merge_map')] + sources
+        sides = {name: c.path('tmp', name + '_side') for name in ('xml', 'signatures',
+                                                                   'delta')}
         fresh = not c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('xml'))
+        previous = self.previous()
+        delta = c.path('delta', build)
+        with_delta = bool(fresh and previous and not c.fs.exists(delta))
         if fresh:
-            c.fs.rm(side)          # an interrupted join's files
-            args += c.task_path_args('--xml-dir', side)
-        join = c.run_step('mergejoin', MRMergeJoin, [c.path('merge_map')] + sources,
-                          c.path('merged'), args)
+            for side in sides.values():
+                c.fs.rm(side)      # an interrupted join's files
+            args += c.task_path_args('--xml-dir', sides['xml'])
+            args += c.task_path_args('--signature-dir', sides['signatures'])
+        if with_delta:
+            args += c.task_path_args('--delta-dir', sides['delta'])
+            inputs.append(previous)
+        join = c.run_step('mergejoin', MRMergeJoin, inputs, c.path('merged'), args)
         if fresh:
-            if not c.fs.exists(side):
-                c.fs.mkdirs(side)  # no merged page: no task wrote a file
-            c.fs.rename(side, c.path('xml'))
-            xml = {'counters': {C.XML: join['counters'].pop(C.XML, {})}, 'seconds': 0.0,
-                   'made_by': 'mergejoin'}
+            folders = [sides['xml'], sides['signatures']]
+            if with_delta:
+                folders += [c.fs.join(sides['delta'], 'records'),
+                            c.fs.join(sides['delta'], 'xml')]
+            for folder in folders:
+                c.fs.mkdirs(folder)   # no merged page or no change: no task wrote a file
+            c.fs.rename(sides['xml'], c.path('xml'))
+            c.fs.rename(sides['signatures'], c.path('signatures'))
+            made = {'seconds': 0.0, 'made_by': 'mergejoin'}
+            xml = dict(made, counters={C.XML: join['counters'].pop(C.XML, {})})
+            changes = dict(made, counters={C.DELTA: join['counters'].pop(C.DELTA, {})})
             c.report.save_step('mergejoin', join)
             c.report.save_step('xml', xml)
+            if with_delta:
+                c.fs.mkdirs(c.path('delta'))
+                c.fs.rename(sides['delta'], delta)
+                c.report.save_step('delta-' + build, changes)
+                self.delta_progress(changes)
         return merge_step(group, join)
 
     def delta(self, build, sources):
-        """prev_merged/ + merged/ -> delta/BUILD/records, when there is an earlier build
-        to compare with: the records' folder, else None."""
+        """prev_signatures/ + merged/ -> delta/BUILD/records, when there is an earlier
+        build to compare with and the join did not write its delta (it was done in an
+        earlier run): the records' folder, else None."""
         from jobs.delta import MRDelta
         c = self.crawl
-        if not c.fs.exists(c.path('prev_merged')):
+        previous = self.previous()
+        if not previous or c.fs.exists(c.fs.join(c.path('delta', build), 'xml')):
             return None
         records = c.fs.join(c.path('delta', build), 'records')
-        step = c.run_step('delta-' + build, MRDelta, [
-            c.path('prev_merged'), c.path('merged')] + sources, records, ['--build', build])
-        n = step['counters'].get(C.DELTA, {})
-        c.progress('delta: %d added, %d changed, %d deleted' % (
-            n.get(C.DELTA_ADDED, 0), n.get(C.DELTA_CHANGED, 0), n.get(C.DELTA_DELETED, 0)))
+        step = c.run_step('delta-' + build, MRDelta, [previous, c.path('merged')] + sources,
+                          records, ['--build', build])
+        self.delta_progress(step)
         return records
+
+    def delta_progress(self, step):
+        n = step['counters'].get(C.DELTA, {})
+        self.crawl.progress('delta: %d added, %d changed, %d deleted' % (
+            n.get(C.DELTA_ADDED, 0), n.get(C.DELTA_CHANGED, 0), n.get(C.DELTA_DELETED, 0)))
 
     def delta_done(self):
         """The delta's documents are written: the previous build goes."""
-        self.crawl.fs.rm(self.crawl.path('prev_merged'))
+        for name in ('prev_signatures', 'prev_merged'):
+            self.crawl.fs.rm(self.crawl.path(name))
 
     def unchanged(self, cycle):
         """A cycle that found nothing new or due: the outputs still describe the crawl;

@@ -28,10 +28,9 @@ class MRHtmlToXml(CrawlJob):
         for page in self.records(line, 'merged', 'deletion'):
             if page['kind'] == 'deletion':    # from a re-crawl: the page is gone
                 self.count(C.XML_DELETIONS)
-                yield xmlpage.xml_key(page['url']), xmlpage.deletion_xml(page).encode('utf-8')
             else:
                 self.count(C.XML_DOCS)
-                yield xmlpage.xml_key_value(page)
+            yield xmlpage.doc_key_value(page)
 
 
 if __name__ == '__main__':

@@ -16,7 +16,11 @@ that have no fetched record are listed with status null, reason ``not_fetched``.
 With ``--xml-dir`` each reduce task also writes the XML documents of its merged
 records (jobs.lib.xmlpage.xml_key_value: MRHtmlToXml's lines, counted in the ``xml``
 group) to one file of that folder: the crawl's xml/ without a job that reads every
-merged page again (MergeDriver.merge_join).
+merged page again (MergeDriver.merge_join). With ``--signature-dir`` they write each
+merged record's ``signature`` record (jobs.lib.deltas: its URL and the digest of what
+its document carries); with ``--delta-dir`` they compare it with the previous build's
+(prev_signatures/ among the inputs) and write the delta, jobs/delta.py's records and
+their documents, without that job's passes over both builds' pages.
 
 Run alone (after jobs.merge)::
 
@@ -26,7 +30,7 @@ Run alone (after jobs.merge)::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, merging as M
+from jobs.lib import counters as C, deltas as D, merging as M
 
 #: What MRMerge's map record adds to (or puts in place of) the page's own fields.
 MAP_FIELDS = ('duplicates', 'near_duplicates', 'canonical_duplicates', 'simhash', 'anchors')
@@ -46,7 +50,17 @@ class MRMergeJoin(CrawlJob):
                               help='Also write each merged record as its xml/ line into '
                               'this folder (local path or hdfs:// URI), one file per '
                               'reduce task. Default: off.')
-        self.add_webhdfs_args('--xml-dir')
+        self.add_passthru_arg('--signature-dir', default=None,
+                              help='Also write each merged record\'s ``signature`` record '
+                              '(jobs.lib.deltas) into this folder, one file per reduce '
+                              'task: what the next build\'s delta compares. Default: off.')
+        self.add_passthru_arg('--delta-dir', default=None,
+                              help='Also write the delta since the previous build into '
+                              'this folder: records/ (jobs/delta.py\'s records) and xml/ '
+                              '(their documents), one file per reduce task. The inputs '
+                              'then include the previous build\'s signatures/ (or its '
+                              'merged/). Default: off.')
+        self.add_webhdfs_args('--xml-dir, --signature-dir or --delta-dir')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_xml,
@@ -54,27 +68,57 @@ class MRMergeJoin(CrawlJob):
                        jobconf=self.wide_reduce())]
 
     def reducer_init_xml(self):
-        self.xml = None
+        """The side files this reduce task writes: xml/, signatures/, delta/."""
         o = self.options
+        self.xml = self.signatures = self.delta_records = self.delta_xml = None
         if o.xml_dir:
-            import os
-            from jobs.lib import sidefile, xmlpage
-            part = int(os.environ.get('mapreduce_task_partition') or 0)
-            self.xml = sidefile.LineSink(o.xml_dir, 'part-%05d' % part, o.webhdfs_url,
-                                         o.hdfs_user)
-            self.xml_key_value = xmlpage.xml_key_value
+            self.xml = self.side(o.xml_dir)
+        if o.signature_dir:
+            self.signatures = self.side(o.signature_dir)
+        if o.delta_dir:
+            self.delta_records = self.side(o.delta_dir.rstrip('/') + '/records')
+            self.delta_xml = self.side(o.delta_dir.rstrip('/') + '/xml')
+
+    def side(self, folder):
+        import os
+        from jobs.lib import sidefile, xmlpage
+        self.doc_key_value = xmlpage.doc_key_value
+        part = int(os.environ.get('mapreduce_task_partition') or 0)
+        return sidefile.LineSink(folder, 'part-%05d' % part, self.options.webhdfs_url,
+                                 self.options.hdfs_user)
 
     def reducer_final_xml(self):
         if self.xml is not None:
             self.count(C.XML_DOCS, self.xml.commit()[0], C.XML)
+        for sink in (self.signatures, self.delta_records, self.delta_xml):
+            if sink is not None:
+                sink.commit()
         return ()
 
     def mapper_by_url(self, _, line):
-        """merge_map line -> (url, map); page line -> (final url, page without body)."""
-        for rec in self.records(line, 'page', 'merge_map'):
-            if rec['kind'] == 'merge_map':
+        """merge_map line -> (url, map); page line -> (final url, page without body).
+        For the delta (--delta-dir) also: (URL folded into a page, its page), (url, its
+        fetch: deltas.current) and (url, its old signature)."""
+        delta = self.options.delta_dir
+        for rec in self.records(line, 'page', 'merge_map', 'signature', 'merged'):
+            kind = rec['kind']
+            if kind == 'merge_map':
                 yield rec['url'], {'map': rec}
-            elif M.classify(rec) != M.PAGE:
+                if delta:
+                    for field in D.FOLDED_FIELDS:
+                        for dup in rec.get(field) or ():
+                            yield dup, {'folded': rec['url']}
+                continue
+            if kind != 'page':           # the previous build's: prev_signatures/ or
+                if delta:                # prev_merged/
+                    yield rec['url'], {'old': rec['signature'] if kind == 'signature'
+                                       else D.signature(rec)}
+                else:
+                    self.count(C.UNEXPECTED_RECORD)
+                continue
+            if delta:
+                yield rec['url'], {'current': [M.current_key(rec), D.current(rec)]}
+            if M.classify(rec) != M.PAGE:
                 self.count(C.JOIN_NOT_CANDIDATES)
             else:
                 for field in M.DROPPED_FIELDS:
@@ -82,19 +126,54 @@ class MRMergeJoin(CrawlJob):
                 yield M.final_url(rec), {'page': rec}
 
     def reducer_join(self, url, values):
-        """(url, its map record if it leads + its fetches) -> merged record."""
-        found, pages = None, []
+        """(url, its map record if it leads + its fetches) -> merged record; and the
+        side files' lines."""
+        found, pages, old, cur, folded = None, [], None, None, None
         for v in values:
-            if 'map' in v:
-                found = v['map']
-            else:
+            if 'page' in v:
                 pages.append(v['page'])
+            elif 'map' in v:
+                found = v['map']
+            elif 'current' in v:     # its fetches: the current one counts (MRCurrent)
+                if cur is None or v['current'][0] > cur[0]:
+                    cur = v['current']
+            elif 'old' in v:
+                old = v['old']
+            else:
+                folded = v['folded']
+        page = self.join(url, found, pages)
+        new_signature = None
+        if page is not None:
+            if self.xml is not None:
+                self.xml.add_line(b'\t'.join(self.doc_key_value(page)))
+            if self.signatures is not None or self.delta_records is not None:
+                sig = D.signature_record(page, self.options.build)
+                new_signature = sig['signature']
+                if self.signatures is not None:
+                    self.signatures.add(sig)
+            yield None, page
+        if self.delta_records is not None:
+            self.delta(url, page, new_signature, old, cur and cur[1], folded)
+
+    def delta(self, url, page, new_signature, old, cur, folded):
+        what, rec = D.outcome(url, page, new_signature, old, cur, folded)
+        if what is None:
+            return
+        self.count(D.COUNTERS[what], 1, C.DELTA)
+        if what == D.DELETED:
+            self.count(C.per('deleted', rec['reason']), 1, C.DELTA)
+        if rec is not None:
+            self.delta_records.add(rec)
+            self.delta_xml.add_line(b'\t'.join(self.doc_key_value(rec)))
+
+    def join(self, url, found, pages):
+        """The merged record of *url* (None: it leads no page)."""
         if found is None:
             self.count(C.JOIN_FETCHES_DROPPED, len(pages))
-            return
+            return None
         if not pages:
             self.count(C.JOIN_MAP_WITHOUT_PAGE)
-            return
+            return None
         page = max(pages, key=M.latest_key)
         self.count(C.JOIN_FETCHES_DROPPED, len(pages) - 1)
         named = page.get('resources') or ()
@@ -105,9 +184,7 @@ class MRMergeJoin(CrawlJob):
         page['kind'] = 'merged'
         page['build'] = self.options.build
         self.count(C.JOIN_MERGED)
-        if self.xml is not None:
-            self.xml.add_line(b'\t'.join(self.xml_key_value(page)))
-        yield None, page
+        return page
 
     def list_resources(self, fetched, named):
         """The fetched resources, then those the page names that were never fetched."""

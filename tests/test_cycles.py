@@ -135,6 +135,51 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
                    for e in updated.values() for p in e['postings'])
 
 
+def test_the_join_writes_the_delta_the_delta_job_writes(site, tmp_path):
+    """The driver's delta comes from MRMergeJoin's tasks (--delta-dir, against the last
+    build's signatures/), with no job of its own: it equals MRDelta's, from the
+    signatures or from the last build's merged pages (a crawl of an earlier version)."""
+    from jobs.delta import MRDelta
+    from jobs.lib.xmlpage import doc_key_value
+    from jobs.merge_join import MRMergeJoin
+    from tests.test_jobs import run_job
+    site.overrides.update(CYCLE1)
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
+    previous = {name: read_records(os.path.join(out, name)) for name in ('signatures',
+                                                                         'merged')}
+    assert sorted(r['url'] for r in previous['signatures']) == sorted(
+        r['url'] for r in previous['merged'])
+    _cycle2(site)
+    crawl_site(site, tmp_path, conf, depth=1)
+    steps = os.path.join(out, 'steps')
+    assert json.load(open(os.path.join(steps, 'delta-002.json')))['made_by'] == 'mergejoin'
+    assert not os.path.exists(os.path.join(steps, 'delta-002-xml.json'))
+    assert not os.path.exists(os.path.join(out, 'prev_signatures'))
+    fused = read_records(os.path.join(out, 'delta', '002', 'records'))
+    assert {r['kind'] for r in fused} == {'merged', 'deletion'}
+    assert read_xml(os.path.join(out, 'delta', '002', 'xml')) == {
+        k.decode(): v.decode() for k, v in map(doc_key_value, fused)}
+
+    def key(recs):
+        return sorted(json.dumps(r, sort_keys=True) for r in recs)
+
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(conf, f)
+    merged, current, maps = (read_records(os.path.join(out, name))
+                             for name in ('merged', 'current', 'merge_map'))
+    for name, prev in previous.items():
+        records, counters = run_job(MRDelta, conf_file, prev + merged + current,
+                                    '--build', '002')
+        assert key(records) == key(fused), name
+        side = tmp_path / ('delta-from-' + name)
+        _, counters = run_job(MRMergeJoin, conf_file, maps + current + prev,
+                              '--build', '002', '--delta-dir', str(side))
+        assert key(read_records(str(side / 'records'))) == key(fused), name
+        assert counters['delta']['deleted_total'] == 5
+
+
 def test_a_deeper_rerun_fetches_only_the_new_layer_and_rebuilds_outputs(site, tmp_path):
     conf = test_conf('politeness.delay=0.02')
     out, first = crawl_site(site, tmp_path, conf, depth=1)
@@ -251,7 +296,7 @@ def test_reparse_extracts_new_fields_from_the_stored_pages_without_a_request(sit
 def test_the_delta_signature_follows_what_the_xml_document_carries():
     """Every field whose change changes a page's XML document changes its delta
     signature, but the fetch's time and place (a page fetched again, unchanged)."""
-    from jobs.delta import signature
+    from jobs.lib.deltas import signature
     from jobs.lib import xmlpage
     page = {'kind': 'merged', 'url': 'http://h/a', 'status': 'fetched', 'http_status': 200,
             'fetch_time': '2026-12-01T00:00:00Z', 'depth': 1, 'layer': 1,

@@ -86,7 +86,7 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 
 ``pagerank`` (pagerank/NNN, MRPageRank): url, pagerank (float).
 
-``deletion`` (delta/CCC/records, MRDelta): url, reason (gone, noindex, redirected,
+``deletion`` (delta/CCC/records, MRMergeJoin or MRDelta): url, reason (gone, noindex, redirected,
     robots_denied, filtered, duplicate, removed), duplicate_of (str|null: the page it
     folds into now), http_status, fetch_time: a page of the last cycle that is no page
     now.
@@ -94,6 +94,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 ``merge_map`` (merge_map/, MRMerge): one per distinct page, what MRMergeJoin attaches
     url (the canonical URL, after redirects), and duplicates, near_duplicates,
     canonical_duplicates, simhash, anchors, resources as in ``merged``.
+
+``signature`` (signatures/, MRMergeJoin): one per ``merged`` record: url, signature
+    (str: SHA-1 of what its XML document carries, jobs.lib.deltas.signature), build:
+    what the next build's delta compares.
 
 ``merged`` (merged/, MRMergeJoin from merge_map/ and out/*): one per distinct page
     the page fields of the canonical URL's latest fetch (without body or raw_body),

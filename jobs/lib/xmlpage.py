@@ -70,6 +70,14 @@ def xml_key_value(page):
     return xml_key(page['url']), page_xml_bytes(page)
 
 
+def doc_key_value(rec):
+    """A ``merged`` or ``deletion`` record as a line of xml/ or delta/BUILD/xml: (URL,
+    its XML document), as :func:`xml_key_value`."""
+    if rec['kind'] == 'deletion':
+        return xml_key(rec['url']), deletion_xml(rec).encode('utf-8')
+    return xml_key_value(rec)
+
+
 def page_xml_bytes(page):
     """A ``merged`` record as one line of XML: UTF-8 bytes, no XML declaration, no
     line break (those in text are character references). What MRHtmlToXml writes:

@@ -1,0 +1,92 @@
+"""What changed between two builds of a crawl's outputs, URL by URL: the rules that
+jobs/delta.py (MRDelta) and jobs/merge_join.py (MRMergeJoin with --delta-dir) share.
+
+A URL's delta is decided from four facts: its merged record in the new build (if it is
+a page now), the signature of its merged record in the previous build (if it was one),
+its current fetch (why it may be no page now) and the page it is folded into now (if
+any). See :func:`outcome`.
+
+Pure helper; nothing here imports mrjob.
+"""
+import hashlib
+
+import orjson
+
+from jobs.lib import counters as C, records as R
+
+#: What an index sees of a merged record: the fields its XML document carries
+#: (jobs/lib/xmlpage.py page_xml) but the fetch's time and place (fetch_time, layer,
+#: depth, status, http_status). A page fetched again with the same content is no change;
+#: its new WARC record, OPIC score or timings are none either.
+DELTA_FIELDS = ('url', 'content_type', 'encoding', 'length', 'digest', 'simhash',
+                'language', 'title', 'description', 'headings', 'text', 'main_text', 'links',
+                'anchors', 'duplicates', 'near_duplicates', 'canonical_duplicates', 'site',
+                'fields', 'fields_checksum', 'resources')
+
+#: The lists of a merged record that name the URLs folded into it.
+FOLDED_FIELDS = ('duplicates', 'near_duplicates', 'canonical_duplicates')
+
+ADDED, CHANGED, UNCHANGED, DELETED = 'added', 'changed', 'unchanged', 'deleted'
+
+#: The counter (group ``delta``) of each outcome; a deletion also counts
+#: ``deleted_<reason>_total``.
+COUNTERS = {ADDED: C.DELTA_ADDED, CHANGED: C.DELTA_CHANGED, UNCHANGED: C.DELTA_UNCHANGED,
+            DELETED: C.DELTA_DELETED}
+
+
+def signature(rec):
+    """Digest of what an index sees of a merged record."""
+    kept = {k: rec.get(k) for k in DELTA_FIELDS}
+    return hashlib.sha1(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def signature_record(rec, build):
+    """The ``signature`` record of a merged record: all a later build's delta needs of
+    it (MRMergeJoin writes them to signatures/, a few dozen bytes a page)."""
+    return {'kind': 'signature', 'url': rec['url'], 'signature': signature(rec),
+            'build': build}
+
+
+def deletion_reason(page):
+    """Why the current fetch of a URL that was a page is no page now (None: it is)."""
+    status = page.get('status')
+    if status == R.FETCH_HTTP_ERROR and page.get('http_status') in (404, 410):
+        return 'gone'
+    if status == R.FETCH_REDIRECTED or (status == R.FETCH_FETCHED and (
+            page.get('final_url') or page['url']) != page['url']):
+        return 'redirected'
+    if status == R.FETCH_ROBOTS_DENIED:
+        return 'robots_denied'
+    if status == R.FETCH_FILTERED:
+        return 'filtered'
+    if status == R.FETCH_FETCHED and page.get('noindex'):
+        return 'noindex'
+    return None
+
+
+def current(page):
+    """What a delta keeps of a URL's current fetch: [deletion reason, HTTP status,
+    fetch time]."""
+    return [deletion_reason(page), page.get('http_status'), page.get('fetch_time')]
+
+
+def outcome(url, new, new_signature, old_signature, cur, folded):
+    """(ADDED | CHANGED | UNCHANGED | DELETED | None, the delta record or None) for
+    *url*: *new* its merged record in this build (None: it is no page now), with
+    *new_signature*; *old_signature* that of the previous build's (None: it was no
+    page); *cur* its :func:`current` fetch (or None); *folded* the page it is folded
+    into now (or None). A deletion's reason is its current fetch's, else ``duplicate``
+    when it is folded into another page, else ``removed``."""
+    if new is not None:
+        if old_signature is None:
+            return ADDED, new
+        if old_signature != new_signature:
+            return CHANGED, new
+        return UNCHANGED, None
+    if old_signature is None:
+        return None, None
+    reason = (cur[0] if cur and cur[0] else None) or ('duplicate' if folded else 'removed')
+    return DELETED, {'kind': 'deletion', 'url': url, 'reason': reason,
+                     'duplicate_of': folded,
+                     'http_status': cur[1] if cur else None,
+                     'fetch_time': cur[2] if cur else None}
