@@ -1,21 +1,24 @@
 """MergeDriver: every layer merged into one page per URL and content (the design's
 MergeDriver), after each cycle or reparse.
 
-    current   out/*                    -> current/    (MRCurrent: each URL's newest fetch;
-                                                       from the second cycle on)
-    merge     meta/*, out/* or current/ -> merge_map/ (MRMerge: who folds into whom, on
+    current   meta/* (or out/*)        -> current/    (MRCurrent: each URL's current
+                                                       fetch, without its text; from
+                                                       the second cycle on)
+    merge     meta/* or current/       -> merge_map/  (MRMerge: who folds into whom, on
                                                        summaries; the anchor texts of the
                                                        links to each page, Nutch's
                                                        invertlinks, in its first shuffle)
-    index     meta/* (or pages)        -> index/, hosts/  (MRIndexRows, then Parquet:
+    index     meta/* or current/       -> index/, hosts/  (MRIndexRows, then Parquet:
               + merge_map/                             drivers/index.py)
-    mergejoin merge_map/ + pages       -> merged/     (MRMergeJoin: the page text joined
+    mergejoin merge_map/ + out/*       -> merged/     (MRMergeJoin: the page text joined
               (+ prev_signatures/)        + xml/, signatures/, delta/BUILD  once; its
                                                        tasks also write the documents,
                                                        each page's signature and what
                                                        changed since the last build)
     delta     prev_signatures/ + merged/ -> delta/BUILD  (MRDelta, only when merged/
                                                        was joined in an earlier run)
+
+Without meta/ (a crawl of an earlier version, a reparse), out/* stands in for it.
 
 The final outputs of the whole crawl are rebuilt as one *build* ('001' after cycle 1,
 '002-reparse1' after a reparse of cycle 2); OUT/outputs.json names the build they
@@ -67,23 +70,17 @@ class MergeDriver:
 
     def merge(self, cycle, build):
         """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
-        the index step, the page folders merged)."""
+        the index step, what the merge read of the pages: the summaries MRDelta reads
+        each URL's current fetch from)."""
         from drivers.index import build_index
-        from jobs.current import MRCurrent
         c = self.crawl
         self.start_build(build)
         layers = [name for name in c.fs.listdir(c.path('out')) if name.isdigit()]
         sources = [c.path('out', name) for name in layers]
         c.progress('merge: %d layer(s)' % len(sources))
-        summaries = sources
-        if cycle > 1:
-            c.run_step('current', MRCurrent, sources, c.path('current'))
-            sources = summaries = [c.path('current')]
-        else:
-            summaries = self.meta_sources(layers) or sources
-        group = self.merge_group(summaries, sources)
+        group, summaries = self.merge_group(cycle, self.meta_sources(layers), sources)
         index = build_index(c, summaries)
-        return self.merge_join(sources, group, build), index, sources
+        return self.merge_join(sources, group, build), index, summaries
 
     def meta_sources(self, layers):
         """meta/L for every one of *layers*, when the fetch wrote each whole
@@ -93,23 +90,41 @@ class MergeDriver:
         metas = [self.crawl.crawler.meta_whole(name) for name in layers]
         return metas if metas and all(metas) else None
 
-    def merge_group(self, summaries, sources):
-        """MRMerge: pages (*summaries*: meta/* when there, else the pages themselves,
-        *sources*) -> merge_map/ (its step dict). The merge is two jobs, so that mrjob
-        drops this one's intermediate files before MRMergeJoin shuffles whole pages."""
+    def summaries(self, cycle, inputs, again=False):
+        """What MRMerge and the index read of the pages (*inputs*: meta/* or out/*): in
+        the first cycle the inputs themselves (each URL fetched once); from the second
+        on, each URL's current fetch (MRCurrent -> current/), from meta/* when whole,
+        so that no job copies every page's text. *again*: current/ made afresh."""
+        from jobs.current import MRCurrent
+        c = self.crawl
+        if cycle == 1:
+            return inputs
+        if again:
+            c.fs.rm(c.path('current'))
+        c.run_step('current', MRCurrent, inputs, c.path('current'))
+        return [c.path('current')]
+
+    def merge_group(self, cycle, metas, sources):
+        """MRMerge: the pages' summaries -> merge_map/: (its step dict, the summaries it
+        read: :meth:`summaries` of *metas*, meta/* when whole, else of *sources*,
+        out/*). SimHashes made with another merge.shingle_words are not in meta/: only
+        the text gives them, and the merge is made again from out/*. The merge is two
+        jobs, so that mrjob drops this one's intermediate files before MRMergeJoin
+        shuffles whole pages."""
         from jobs.merge import MRMerge
         c = self.crawl
+        summaries = self.summaries(cycle, metas or sources)
         if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
-            return c.report.load_step('merge')   # merged/ by a one-job merge
+            return c.report.load_step('merge'), summaries   # merged/ by a one-job merge
         step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'))
         stale = step['counters'].get(C.MERGE, {}).get(C.NEAR_TEXT_IN_OUT, 0)
-        if stale and summaries != sources:
-            # SimHashes made with another merge.shingle_words: hash the text again.
+        if stale and metas:
             c.progress('merge: %d page(s) need their text hashed again: merging from out/'
                        % stale)
             c.fs.rm(c.path('merge_map'))
-            step = c.run_step('merge', MRMerge, sources, c.path('merge_map'))
-        return step
+            summaries = self.summaries(cycle, sources, again=True)
+            step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'))
+        return step, summaries
 
     def previous(self):
         """The previous build's signatures/ (else its merged/, from an earlier version)

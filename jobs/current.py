@@ -1,12 +1,15 @@
 """MRCurrent (MergeDriver, from a crawl's second cycle on): each URL's current fetch.
 
-Reads the ``page`` records of every layer of every cycle (out/*) and writes one per
-fetched URL (current/): its latest definitive fetch (jobs.lib.merging.definitive: a
+Reads the ``page`` records of every layer of every cycle (meta/*: the records without
+their text, jobs.lib.sidefile; else out/*) and writes one per fetched URL (current/):
+its latest definitive fetch (jobs.lib.merging.definitive: a
 page, gone, a redirect, robots.txt's or a filter's no), else its latest fetch of any
 kind. A page fetched in cycle 1 that is 404, noindex or redirected in cycle 2 is then
 no longer a page for the merge, the index or the anchors; one that failed transiently
 (5xx, network) or answered 304 keeps its earlier page. ``body`` and ``raw_body`` are
-dropped (the merge never reads them; WARC files and doc/ keep them).
+dropped (the merge never reads them; WARC files and doc/ keep them). MRMerge and the
+index read current/; MRMergeJoin takes each page's text from out/*, the fetch MRMerge
+chose (its merge_map record's ``fetch``).
 
 In a crawl's first cycle each URL is fetched once and the merge reads out/* directly:
 this job runs only when a URL can have fetches from several cycles.
@@ -16,7 +19,7 @@ one of the same URL).
 
 Run alone::
 
-    python -m jobs.current --crawl-conf crawl/conf.json crawl/out/000 crawl/out/001 \\
+    python -m jobs.current --crawl-conf crawl/conf.json crawl/meta/000 crawl/meta/001 \\
         -o /tmp/current
 """
 from mrjob.step import MRStep

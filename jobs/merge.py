@@ -190,7 +190,8 @@ class MRMerge(CrawlJob):
         if self.settings['near_duplicates'] and latest['simhash'] is None:
             self.count(C.NEAR_SKIPPED_SHORT)
         yield latest['digest'], {
-            'url': final_url, 'fetch_time': latest.get('fetch_time'),
+            'url': final_url, 'fetch': M.latest_key(latest),
+            'fetch_time': latest.get('fetch_time'),
             'relevance': latest.get('relevance'), 'simhash': latest['simhash'],
             'duplicates': sorted(aliases), 'near_duplicates': [],
             'canonical_duplicates': [], 'canonical_claims': sorted(claims - {final_url}),
@@ -370,7 +371,8 @@ class MRMerge(CrawlJob):
         resources = M.keep_resources(page.get('resources') or ())
         self.count(C.RESOURCES_ATTACHED, len(resources))
         self.count(C.MERGED_PAGES)
-        yield None, {'kind': 'merge_map', 'url': url, 'simhash': page['simhash'],
+        yield None, {'kind': 'merge_map', 'url': url, 'fetch': page['fetch'],
+                     'simhash': page['simhash'],
                      'duplicates': page['duplicates'],
                      'near_duplicates': page['near_duplicates'],
                      'canonical_duplicates': page['canonical_duplicates'],

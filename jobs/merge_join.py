@@ -174,7 +174,7 @@ class MRMergeJoin(CrawlJob):
         if not pages:
             self.count(C.JOIN_MAP_WITHOUT_PAGE)
             return None
-        page = max(pages, key=M.latest_key)
+        page = self.chosen(found, pages)
         self.count(C.JOIN_FETCHES_DROPPED, len(pages) - 1)
         named = page.get('resources') or ()
         page['url'] = url
@@ -185,6 +185,19 @@ class MRMergeJoin(CrawlJob):
         page['build'] = self.options.build
         self.count(C.JOIN_MERGED)
         return page
+
+    def chosen(self, found, pages):
+        """The fetch MRMerge chose for the page (its map's ``fetch``: a URL's latest
+        fetch among those it merged, which from the second cycle on are the URLs'
+        current fetches only, while out/* also holds fetches they replaced); else the
+        latest (a map written before it named its fetch)."""
+        want = found.get('fetch')
+        if want is not None:
+            for page in pages:
+                if list(M.latest_key(page)) == list(want):
+                    return page
+            self.count(C.JOIN_FETCH_NOT_FOUND)
+        return max(pages, key=M.latest_key)
 
     def list_resources(self, fetched, named):
         """The fetched resources, then those the page names that were never fetched."""

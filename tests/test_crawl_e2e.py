@@ -212,8 +212,8 @@ def test_merge_reads_the_pages_metadata_and_falls_back_to_their_text(site, tmp_p
         for c in (crawl, ref):
             c.fs.rm(c.path('merge_map'))
             c.fs.rm(c.path('merged'))      # else merge_group takes merged/ as done
-        step = crawl.merger.merge_group(metas, outs)
-        direct = ref.merger.merge_group(outs, outs)
+        step, _ = crawl.merger.merge_group(1, metas, outs)
+        direct, _ = ref.merger.merge_group(1, None, outs)
         got = read_records(os.path.join(out, 'merge_map'))
         assert got == read_records(os.path.join(ref.out, 'merge_map'))
         assert step['counters'] == direct['counters']

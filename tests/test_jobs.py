@@ -111,6 +111,31 @@ def test_merge_folds_exact_duplicates_and_redirects(conf_file):
     assert counters['merge']['exact_duplicates_total'] == 2
 
 
+def test_the_join_takes_the_fetch_the_merge_chose(conf_file):
+    """From a crawl's second cycle on, MRMerge ranks each URL's current fetch
+    (current/) while MRMergeJoin reads out/* of every cycle, which also holds fetches
+    they replaced: the join takes the page fields of the fetch its map record names,
+    not merely the latest page under that final URL."""
+    t = '2026-11-30T00:00:0%dZ'
+    chosen = page('http://h/t', digest='NOW', fetch_time=t % 1)
+    replaced = page('http://h/old', final_url='http://h/t', digest='BEFORE',
+                    fetch_time=t % 2)       # /old redirects elsewhere now: not current
+    maps, _ = run_job(MRMerge, conf_file, [chosen])
+    assert maps[0]['fetch'] == [t % 1, 0, 'http://h/t']
+    out, counters = run_job(MRMergeJoin, conf_file, maps + [chosen, replaced])
+    assert [r['digest'] for r in out] == ['NOW']
+    assert counters['merge_join']['fetches_not_kept_total'] == 1
+    # A map record of an earlier version names no fetch: the latest is taken.
+    del maps[0]['fetch']
+    out, _ = run_job(MRMergeJoin, conf_file, maps + [chosen, replaced])
+    assert [r['digest'] for r in out] == ['BEFORE']
+    # A fetch out/* does not hold: counted, and the latest is taken.
+    maps[0]['fetch'] = [t % 3, 0, 'http://h/t']
+    out, counters = run_job(MRMergeJoin, conf_file, maps + [chosen, replaced])
+    assert [r['digest'] for r in out] == ['BEFORE']
+    assert counters['merge_join']['map_fetch_not_found_total'] == 1
+
+
 def test_a_job_cut_into_step_ranges_gives_the_same_records(conf_file):
     """--step-range (a Hadoop crawl cuts a multi-step job after its first step): MRMerge
     as steps 0:1 then 1:, the first range's key/value lines the second's input, gives

@@ -140,6 +140,8 @@ JOIN_NOT_CANDIDATES = 'not_merge_candidates_total'  #: page records MRMerge does
 #: fetched, noindex, secondary resources; counted by reason in group merge)
 JOIN_MAP_WITHOUT_PAGE = 'map_without_page_total'  #: a merge_map record with no page in out/*
 #: (out/ changed between the two jobs): no merged record for it
+JOIN_FETCH_NOT_FOUND = 'map_fetch_not_found_total'  #: the fetch a merge_map record names is
+#: not among its URL's pages in out/* (meta/ and out/ disagree): its latest fetch is used
 RESOURCES_NOT_FETCHED = 'resources_not_fetched_total'  #: resources a leader's page names with
 #: no fetched record (listed with status null, reason not_fetched)
 

@@ -92,8 +92,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     now.
 
 ``merge_map`` (merge_map/, MRMerge): one per distinct page, what MRMergeJoin attaches
-    url (the canonical URL, after redirects), and duplicates, near_duplicates,
-    canonical_duplicates, simhash, anchors, resources as in ``merged``.
+    url (the canonical URL, after redirects), fetch ([fetch_time, layer, URL fetched]:
+    the fetch whose page fields the merged record takes, jobs.lib.merging.latest_key),
+    and duplicates, near_duplicates, canonical_duplicates, simhash, anchors, resources
+    as in ``merged``.
 
 ``signature`` (signatures/, MRMergeJoin): one per ``merged`` record: url, signature
     (str: SHA-1 of what its XML document carries, jobs.lib.deltas.signature), build:
