@@ -53,15 +53,12 @@ class MRDelta(CrawlJob):
         for rec in self.records(line, 'merged', 'page', 'signature'):
             if rec['kind'] == 'page':
                 yield rec['url'], ['current', D.current(rec)]
-            elif rec['kind'] == 'signature':     # prev_signatures/
-                yield rec['url'], ['old', rec['signature']]
-            elif rec.get('build') == self.options.build:
+            elif rec['kind'] == 'merged' and rec.get('build') == self.options.build:
                 yield rec['url'], ['new', D.signature(rec), rec]
-                for field in D.FOLDED_FIELDS:
-                    for dup in rec.get(field) or ():
-                        yield dup, ['folded', rec['url']]
-            else:
-                yield rec['url'], ['old', D.signature(rec)]
+                for dup, leader in D.folded_into(rec):
+                    yield dup, ['folded', leader]
+            else:                                # prev_signatures/ or prev_merged/
+                yield rec['url'], ['old', D.old_signature(rec)]
 
     def reducer_delta(self, url, values):
         new = new_sig = old = cur = folded = None
@@ -75,10 +72,8 @@ class MRDelta(CrawlJob):
             else:
                 folded = v[1]
         what, rec = D.outcome(url, new, new_sig, old, cur, folded)
-        if what is not None:
-            self.count(D.COUNTERS[what])
-        if what == D.DELETED:
-            self.count(C.per('deleted', rec['reason']))
+        for name in D.counter_names(what, rec):
+            self.count(name)
         if rec is not None:
             yield None, rec
 

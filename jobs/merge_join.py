@@ -105,14 +105,12 @@ class MRMergeJoin(CrawlJob):
             if kind == 'merge_map':
                 yield rec['url'], {'map': rec}
                 if delta:
-                    for field in D.FOLDED_FIELDS:
-                        for dup in rec.get(field) or ():
-                            yield dup, {'folded': rec['url']}
+                    for dup, leader in D.folded_into(rec):
+                        yield dup, {'folded': leader}
                 continue
             if kind != 'page':           # the previous build's: prev_signatures/ or
                 if delta:                # prev_merged/
-                    yield rec['url'], {'old': rec['signature'] if kind == 'signature'
-                                       else D.signature(rec)}
+                    yield rec['url'], {'old': D.old_signature(rec)}
                 else:
                     self.count(C.UNEXPECTED_RECORD)
                 continue
@@ -157,11 +155,8 @@ class MRMergeJoin(CrawlJob):
 
     def delta(self, url, page, new_signature, old, cur, folded):
         what, rec = D.outcome(url, page, new_signature, old, cur, folded)
-        if what is None:
-            return
-        self.count(D.COUNTERS[what], 1, C.DELTA)
-        if what == D.DELETED:
-            self.count(C.per('deleted', rec['reason']), 1, C.DELTA)
+        for name in D.counter_names(what, rec):
+            self.count(name, 1, C.DELTA)
         if rec is not None:
             self.delta_records.add(rec)
             self.delta_xml.add_line(b'\t'.join(self.doc_key_value(rec)))

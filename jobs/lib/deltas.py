@@ -47,6 +47,29 @@ def signature_record(rec, build):
             'build': build}
 
 
+def old_signature(rec):
+    """The previous build's signature of a ``signature`` record (prev_signatures/) or
+    of a ``merged`` record (prev_merged/, a build of an earlier version)."""
+    return rec['signature'] if rec['kind'] == 'signature' else signature(rec)
+
+
+def folded_into(rec):
+    """(URL, the page it is folded into) for each URL a merged or merge_map record
+    names as folded into it."""
+    for field in FOLDED_FIELDS:
+        for dup in rec.get(field) or ():
+            yield dup, rec['url']
+
+
+def counter_names(what, rec):
+    """The counters (group ``delta``) an :func:`outcome` adds one to."""
+    if what is None:
+        return ()
+    if what == DELETED:
+        return COUNTERS[what], C.per('deleted', rec['reason'])
+    return (COUNTERS[what],)
+
+
 def deletion_reason(page):
     """Why the current fetch of a URL that was a page is no page now (None: it is)."""
     status = page.get('status')
