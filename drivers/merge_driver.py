@@ -61,9 +61,11 @@ class MergeDriver:
         if built == build:
             return
         c.progress('outputs of build %s are behind: rebuilding them as %s' % (built, build))
-        for name in ('signatures', 'merged'):
-            if c.fs.exists(c.path(name)) and not self.previous():
-                c.fs.rename(c.path(name), c.path('prev_' + name))
+        if not self.previous():
+            for name in ('signatures', 'merged'):
+                if c.fs.exists(c.path(name)):
+                    c.fs.rename(c.path(name), c.path('prev_' + name))
+                    break
         for name in FINAL_OUTPUTS:
             c.fs.rm(c.path(name))
         c.fs.write_text(c.path('outputs.json'), json.dumps({'build': build}))

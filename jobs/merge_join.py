@@ -69,7 +69,9 @@ class MRMergeJoin(CrawlJob):
 
     def reducer_init_xml(self):
         """The side files this reduce task writes: xml/, signatures/, delta/."""
+        from jobs.lib.xmlpage import doc_key_value
         o = self.options
+        self.doc_key_value = doc_key_value
         self.xml = self.signatures = self.delta_records = self.delta_xml = None
         if o.xml_dir:
             self.xml = self.side(o.xml_dir)
@@ -81,8 +83,7 @@ class MRMergeJoin(CrawlJob):
 
     def side(self, folder):
         import os
-        from jobs.lib import sidefile, xmlpage
-        self.doc_key_value = xmlpage.doc_key_value
+        from jobs.lib import sidefile
         part = int(os.environ.get('mapreduce_task_partition') or 0)
         return sidefile.LineSink(folder, 'part-%05d' % part, self.options.webhdfs_url,
                                  self.options.hdfs_user)
