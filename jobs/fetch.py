@@ -63,7 +63,7 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
-from jobs.lib import counters as C, fetcher, plan, politeness, records as R
+from jobs.lib import counters as C, fetcher, plan, politeness, records as R, robots
 from jobs.lib.netpolicy import Resolver
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
@@ -200,7 +200,7 @@ class MRFetch(CrawlJob):
         self.cancelled = threading.Event()    # the task is ending early (Ctrl-C)
         self.results = queue.Queue(maxsize=4 * self.threads)
         self.active = 0
-        self.robots_cache = fetcher.RobotsCache()
+        self.robots_cache = robots.RobotsCache()
         self.resolver = Resolver.for_conf(self.conf)
         self.last_status = time.monotonic()
         self.stats_lock = threading.Lock()

@@ -27,7 +27,6 @@ when the reducer's ``fetch.time_budget`` runs out the rest is deferred.
 import base64
 import hashlib
 import socket
-import threading
 import time
 
 from jobs.lib import counters as C, encoding, httpio, records as R, robots, urls
@@ -57,23 +56,6 @@ def new_doc(rec, layer, status=None, reason=None):
         'redirects': [], 'content_type': None, 'fetch_time': R.now_iso(),
         'elapsed': 0.0, 'length': 0, 'truncated': False, 'digest': None,
         'encoding': None, 'body': None, 'headers': {}, 'attempts': 0})
-
-
-class RobotsCache:
-    """One robots.txt per origin per task (so per layer), fetched once, shared by threads."""
-
-    def __init__(self):
-        self._rules = {}
-        self._locks = {}
-        self._lock = threading.Lock()
-
-    def get(self, origin, fetch):
-        with self._lock:
-            lock = self._locks.setdefault(origin, threading.Lock())
-        with lock:
-            if origin not in self._rules:
-                self._rules[origin] = fetch(origin)
-            return self._rules[origin]
 
 
 class _Hop:
@@ -110,7 +92,7 @@ class HostFetcher:
         #: warc.enabled: doc records carry what the WARC writer needs (``http``, ``warc_body``)
         self.warc = conf['warc']['enabled']
         self.max_url_length = conf['filter']['max_url_length']
-        self.robots_cache = robots_cache or RobotsCache()
+        self.robots_cache = robots_cache or robots.RobotsCache()
         self.resolver = resolver or Resolver.for_conf(conf)
         self.slot = Slot(pol['delay'], fet['max_request_seconds'], clock, sleep,
                          budget_deadline)

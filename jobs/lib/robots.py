@@ -4,6 +4,8 @@ Protego matches groups by user-agent product token, applies the longest matching
 Allow/Disallow rule with ``*`` and ``$``, and exposes Crawl-delay and Sitemap lines.
 Lines with a key Protego does not read are dropped before it parses (:func:`parse`).
 """
+import threading
+
 from protego import Protego
 
 #: Bytes of robots.txt parsed; RFC 9309 asks crawlers to parse at least 500 KiB.
@@ -92,3 +94,20 @@ class Rules:
 
     def sitemaps(self):
         return list(self._parsed.sitemaps) if self._parsed is not None else []
+
+
+class RobotsCache:
+    """One robots.txt per origin per task (so per layer), fetched once, shared by threads."""
+
+    def __init__(self):
+        self._rules = {}
+        self._locks = {}
+        self._lock = threading.Lock()
+
+    def get(self, origin, fetch):
+        with self._lock:
+            lock = self._locks.setdefault(origin, threading.Lock())
+        with lock:
+            if origin not in self._rules:
+                self._rules[origin] = fetch(origin)
+            return self._rules[origin]
