@@ -49,6 +49,8 @@ class CrawlerDriver:
         fetched = c.path('out', L) if fused else doc
         archive = self.warc_args('mrcrawl-L' + L) if c.warc_enabled else []
         runner, fetch_args = self.where(urls_in, hosts_in, L)
+        if self.conf['fetch']['follow_hops']:
+            fetch_args = fetch_args + ['--max-depth', str(c.depth)]
         self.wait_between_fetches()
         if c.warc_enabled:
             self.clear_warc_files(fetched, 'mrcrawl-L' + L)

@@ -10,7 +10,8 @@ import time
 from jobs.lib import counters as C, records as R
 
 #: Columns of the per-layer table: (title, key).
-COLUMNS = (('layer', 'layer'), ('in', 'urls_in'), ('fetched', 'fetched'),
+COLUMNS = (('layer', 'layer'), ('in', 'urls_in'), ('followed', 'followed'),
+           ('fetched', 'fetched'),
            ('http_err', 'http_error'), ('net_err', 'network_error'),
            ('robots', 'robots_denied'), ('filtered', 'filtered'), ('deferred', 'deferred'),
            ('new_urls', 'new_urls'), ('bytes', 'bytes'), ('seconds', 'seconds'))
@@ -57,7 +58,10 @@ class Report:
         # The sum of the steps' own times, so a resumed crawl reports the same figures.
         row['seconds'] = round(sum(v['seconds'] for v in steps.values()), 2)
         row['step_seconds'] = {k: v['seconds'] for k, v in steps.items()}
-        row['accounted'] = sum(row[s] for s in R.FETCH_STATUSES)
+        # Followed URLs (fetch.follow_hops) were in no in/: each has its record too, and
+        # the statuses count them; what accounts for in/ is the rest.
+        row['followed'] = fetch.get(C.FOLLOWED, 0)
+        row['accounted'] = sum(row[s] for s in R.FETCH_STATUSES) - row['followed']
         # WARC counters: the fetch's when it archived the bodies itself, else MRWarc's.
         warc = steps.get('warc', steps['fetch'])['counters'].get(C.WARC)
         if warc:

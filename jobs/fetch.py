@@ -29,12 +29,18 @@ is map-only:
    crawl has requested before (``known`` lines: status fetched, redirected, gone or
    failed, not as a redirect's target), an exact join per key: a redirect to one of them is not followed (reason
    ``known_target``), so no page is fetched twice through an old URL that now redirects
-   to it. A key with no URL in this layer gets none of its known URLs.
+   to it. A key with no URL in this layer gets none of its known URLs. With
+   ``fetch.follow_hops`` they also name the key's other URLs the crawl holds (``held``
+   lines: unfetched, not yet due), which in-fetch following must not fetch either.
 2. **fetch** (map only). Each map task reads one list whole (jobs.base.WHOLE_FILES),
    regroups it by politeness key and fetches ``fetch.threads`` keys at once, one
    connection per key with ``politeness.delay`` between its requests.
    ``fetch.time_budget`` bounds each task's time: what is left when it runs out is
-   deferred to the next layer, never lost.
+   deferred to the next layer, never lost. With ``fetch.follow_hops`` a key whose list
+   is done goes on to the same-key links of the pages it fetched (jobs.lib.follow)
+   while the task still has listed URLs to fetch and no key waits for a thread: each
+   page the key's thread fetched is parsed by the task's main thread, as always, and
+   its links handed back (a jobs.lib.follow.Reply) before the thread goes on.
 
 A Hadoop crawl makes the fetch lists in the driver when the layer is small
 (hadoop.local_max_bytes, drivers/hadoop.py run_cut) and runs only the fetch on YARN:
@@ -52,6 +58,7 @@ Run alone::
     python -m jobs.fetch --crawl-conf crawl/conf.json --layer 0 crawl/in/000 -o /tmp/doc
 """
 import contextlib
+import itertools
 import os
 import queue
 import threading
@@ -63,10 +70,11 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
-from jobs.lib import counters as C, fetcher, plan, politeness, records as R, robots
+from jobs.lib import counters as C, fetcher, follow, plan, politeness, records as R, robots
 from jobs.lib.netpolicy import Resolver
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
+_DB_LINES = ('known', 'held')   # a fetch list's lines from the crawl database
 
 
 def _by_priority(rec):
@@ -117,6 +125,9 @@ class MRFetch(CrawlJob):
                               'without its text into this folder (local path or hdfs:// '
                               'URI), one file per fetch task. Default: off.')
         self.add_webhdfs_args('--warc-dir and --meta-dir')
+        self.add_passthru_arg('--max-depth', type=int, default=0,
+                              help='The crawl\'s depth: in-fetch following '
+                              '(fetch.follow_hops) never goes past it. Default: 0.')
         self.add_passthru_arg('--bins', type=int, default=0,
                               help='Fetch lists, in place of fetch.reducers (the driver '
                               'gives 1 when it fetches a small layer inline). Default: 0 '
@@ -142,6 +153,7 @@ class MRFetch(CrawlJob):
     def mapper_init_plan(self):
         """Load the plan: {politeness key: bin} for the keys it placed."""
         self.bins = self.options.bins or self.conf['fetch']['reducers']
+        self.follow = self.conf['fetch']['follow_hops'] > 0
         self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
         self.planned = {}
         if self.options.plan and self.bins == self.conf['fetch']['reducers']:
@@ -153,17 +165,19 @@ class MRFetch(CrawlJob):
 
     def mapper_key_by_host(self, _, line):
         """in/ line -> ('LABEL KEY', [politeness key, url record]); crawldb line of a
-        URL requested before -> ('LABEL KEY', [politeness key, known record]). LABEL is
-        the bin (the partition), KEY groups the reducer's calls by politeness key."""
+        URL requested before -> ('LABEL KEY', [politeness key, known record]), of any
+        other URL, with following on -> (..., held record). LABEL is the bin (the
+        partition), KEY groups the reducer's calls by politeness key."""
         for rec in self.records(line, 'url', 'db'):
             if rec['kind'] == 'db':
                 # A URL known only as a redirect's end is refreshed through its
                 # source (MRGenerate.due): following the redirect is its fetch.
-                if rec.get('status') in R.DB_REQUESTED and \
-                        rec.get('reason') != 'redirect_target':
-                    key = politeness.fetch_key(rec, self.conf, self.resolver)
-                    if key is not None:
-                        yield self._list_key(key), [key, {'kind': 'known', 'url': rec['url']}]
+                kind = 'known' if rec.get('status') in R.DB_REQUESTED and \
+                    rec.get('reason') != 'redirect_target' else 'held' if self.follow \
+                    else None
+                key = kind and politeness.fetch_key(rec, self.conf, self.resolver)
+                if key is not None:
+                    yield self._list_key(key), [key, {'kind': kind, 'url': rec['url']}]
                 continue
             self.count(C.URLS_IN)
             key = politeness.fetch_key(rec, self.conf, self.resolver)
@@ -185,7 +199,7 @@ class MRFetch(CrawlJob):
         """One politeness key's URLs, and the URLs of it the crawl requested before if it
         has any URL to fetch: the reduce task's output file is its bin's fetch list."""
         values = list(values)
-        if any(rec.get('kind') != 'known' for _, rec in values):
+        if any(rec.get('kind') not in _DB_LINES for _, rec in values):
             for value in values:
                 yield list_key, value
 
@@ -193,6 +207,9 @@ class MRFetch(CrawlJob):
 
     def mapper_init_pool(self):
         self.threads = self.conf['fetch']['threads']
+        self.follow_hops = self.conf['fetch']['follow_hops']
+        self.listed_left = 0     # listed URLs handed to threads, their records not out yet
+        self.keys_waiting = 0    # keys of this list not yet given a thread
         budget = self.conf['fetch']['time_budget']
         # The budget counts from the task's start: the time the layer may spend.
         self.budget_deadline = time.monotonic() + budget if budget > 0 else None
@@ -236,16 +253,19 @@ class MRFetch(CrawlJob):
         self.taken.append(value)
 
     def _fetch_bin(self, values):
-        by_key, known = {}, {}
+        by_key, known, held = {}, {}, {}
         for pkey, rec in values:
             if rec.get('kind') == 'known':
                 known.setdefault(pkey, set()).add(rec['url'])
+            elif rec.get('kind') == 'held':
+                held.setdefault(pkey, set()).add(rec['url'])
             elif pkey == _INVALID_KEY or rec.get('excluded'):
                 # A bad URL, or a page a crawl cycle's changed filters exclude now.
                 yield from self._emit(fetcher.new_doc(
                     rec, self.options.layer, R.FETCH_FILTERED, rec.get('excluded') or 'bad_url'))
             else:
                 by_key.setdefault(pkey, []).append(rec)
+        self.keys_waiting = len(by_key)
         # Biggest keys first: they bound the layer's time, so they must not start last.
         for pkey in sorted(by_key, key=lambda k: -len(by_key[k])):
             self.count(C.HOSTS)
@@ -255,7 +275,10 @@ class MRFetch(CrawlJob):
             # Each key's URLs in priority order (generate.strategy): a time budget or a
             # failing host then cuts the least important ones.
             items = sorted(by_key.pop(pkey), key=_by_priority)
-            self.pool.submit(self._run_host, pkey, items, known.pop(pkey, frozenset()))
+            self.listed_left += len(items)
+            self.keys_waiting -= 1
+            self.pool.submit(self._run_host, pkey, items, known.pop(pkey, frozenset()),
+                             held.pop(pkey, ()))
             yield from self._drain(block=False)
 
     def mapper_final_fetch(self):
@@ -298,36 +321,63 @@ class MRFetch(CrawlJob):
             except queue.Full:
                 continue
 
-    def _run_host(self, pkey, items, known):
-        """Worker thread: fetch one key (*known*: its URLs the crawl requested before);
-        every input record yields one output record."""
+    def _run_host(self, pkey, items, known, held):
+        """Worker thread: fetch one key (*known*: its URLs the crawl requested before;
+        *held*: the others it has, with following on); every input record yields one
+        output record, and so does every URL it follows."""
         n_done = 0
         hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
                                  budget_deadline=self.budget_deadline)
+        follower = more = None
+        if self.follow_hops:
+            follower = follow.Follower(
+                pkey, lambda url: politeness.politeness_key(
+                    url, self.conf['politeness']['key'], self.resolver),
+                itertools.chain((r['url'] for r in items), known, held),
+                self.options.max_depth, self.follow_hops)
+            more = follower.items(self._may_follow, hf.requested)
         try:
-            for doc in hf.fetch(items, self.options.layer, pkey, known):
+            for doc in hf.fetch(items, self.options.layer, pkey, known, more or ()):
                 if self.cancelled.is_set():
                     return
-                n_done += 1
-                self._put(('doc', doc))
+                if not doc.get('followed'):
+                    n_done += 1
+                if follower is not None and follower.wants(doc):
+                    reply = follow.Reply()
+                    self._put(('doc', doc, reply))
+                    page = reply.wait(self.cancelled)
+                    if page is not None:
+                        follower.add(page)
+                else:
+                    self._put(('doc', doc, None))
         except Exception as e:   # a bug must not lose the key's URLs
             reason = 'internal_' + type(e).__name__
             for rec in items[n_done:]:
                 self._put(('doc', fetcher.new_doc(
-                    rec, self.options.layer, R.FETCH_NETWORK_ERROR, reason)))
-            self._put(('error', reason))
+                    rec, self.options.layer, R.FETCH_NETWORK_ERROR, reason), None))
+            self._put(('error', reason, None))
         finally:
+            if follower is not None:
+                hf.stats[C.FOLLOW_QUEUED] = follower.queued
+                hf.stats[C.FOLLOW_LEFT] = hf.stats.get(C.FOLLOW_LEFT, 0) + follower.left
             with self.stats_lock:
                 self.robots_fetches += hf.robots_fetches
                 self.robots_failures += hf.robots_failures
                 for name, n in hf.stats.items():
                     self.stats[name] = self.stats.get(name, 0) + n
-            self._put(('done', None))
+            self._put(('done', None, None))
+
+    def _may_follow(self):
+        """May a key whose list is done follow links now? Only while the task still
+        has listed URLs to fetch (so following never makes the layer longer) and no
+        key waits for a thread (so it takes no thread a listed key needs)."""
+        return self.listed_left > 0 and not self.keys_waiting and \
+            not self.cancelled.is_set()
 
     def _drain(self, block):
         while True:
             try:
-                what, item = self.results.get(block=block, timeout=_STATUS_EVERY)
+                what, item, reply = self.results.get(block=block, timeout=_STATUS_EVERY)
             except queue.Empty:
                 if not block:
                     return
@@ -339,10 +389,14 @@ class MRFetch(CrawlJob):
             if what == 'error':
                 self.count(C.INTERNAL_ERROR)
                 continue
-            yield from self._emit(item)
+            if item.get('followed'):
+                self.count(C.FOLLOWED)
+            else:
+                self.listed_left -= 1
+            yield from self._emit(item, reply)
             block = False
 
-    def _emit(self, doc):
+    def _emit(self, doc, reply=None):
         self.count(C.status(C.FETCH, doc['status'], None if doc['status'] == R.FETCH_FETCHED
                             else doc['reason']))
         self.count(C.BYTES, doc['length'])
@@ -350,10 +404,14 @@ class MRFetch(CrawlJob):
             self._status()
         if self.warc is not None:
             doc.update(self.warc.add(doc, self.conf['politeness']['user_agent']) or {})
-        if self.parser is not None:
-            doc = self.parser.parse(doc)      # never raises: see PageParser.parse
-            if self.meta is not None:
-                self.meta.add(self.meta_of(doc))
+        try:
+            if self.parser is not None:
+                doc = self.parser.parse(doc)      # never raises: see PageParser.parse
+                if self.meta is not None:
+                    self.meta.add(self.meta_of(doc))
+        finally:
+            if reply is not None:     # the key's thread waits for its page's links
+                reply.set(doc)
         yield None, doc
 
     def _count_parse(self, name, amount=1):

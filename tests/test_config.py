@@ -57,6 +57,15 @@ def test_string_values_need_no_quotes_and_ranges_are_checked():
         assert conf['parse']['main_text_extractor'] == name
 
 
+def test_following_refuses_the_caps_it_would_pass_by():
+    assert config.load(overrides=['fetch.follow_hops=2'])['fetch']['follow_hops'] == 2
+    with pytest.raises(config.ConfigError, match='fetch.follow_hops must be >= 0'):
+        config.load(overrides=['fetch.follow_hops=-1'])
+    for other in ('generate.top_n=10', 'filter.max_urls_per_host=5', 'fetch.parse=false'):
+        with pytest.raises(config.ConfigError, match='fetch.follow_hops needs'):
+            config.load(overrides=['fetch.follow_hops=1', other])
+
+
 def test_bad_toml_and_missing_file(tmp_path):
     bad = tmp_path / 'bad.toml'
     bad.write_text('[politeness\n')

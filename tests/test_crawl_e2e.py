@@ -354,3 +354,56 @@ def test_fetch_plan_runs_only_for_layers_with_more_hosts_than_threads(tmp_path):
                 ins = read_records(os.path.join(out, 'in', layer))
                 pages = read_records(os.path.join(out, 'out', layer))
                 assert sorted(r['url'] for r in ins) == sorted(p['url'] for p in pages)
+
+
+def test_following_changes_when_pages_are_fetched_not_what_comes_out(tmp_path):
+    """fetch.follow_hops = 1 on two hosts, one slow: the quick host fetches its layer-1
+    pages during layer 0. Nothing is fetched twice, every in/ URL still leaves its layer
+    once, generate never selects a followed URL again, and xml/ equals the crawl's
+    without following apart from when each page was fetched (time, layer)."""
+    import re
+    from drivers.fixture_site import FixtureSite
+
+    def crawl(name, settings):
+        with FixtureSite('127.0.0.2') as quick, FixtureSite('127.0.0.3') as slow:
+            seeds = tmp_path / (name + '-seeds.txt')
+            seeds.write_text(quick.url('/') + '\n' + ''.join(
+                slow.url('/fault/delay?n=0.2&i=%d' % i) + '\n' for i in range(10)))
+            out = str(tmp_path / name)
+            Crawl(out, test_conf(*settings), runner='inline', depth=3,
+                  progress=lambda m: None).run(str(seeds))
+            for s in (quick, slow):
+                pages = [p for p in s.paths() if p != '/robots.txt']
+                assert len(pages) == len(set(pages)), collections.Counter(pages)
+                times = sorted(r['t'] for r in s.requests)
+                assert min(b - a for a, b in zip(times, times[1:])) >= DELAY * 0.95
+            host = quick.url('/')[:-1]
+        # The quick host's documents (the slow host's are ten copies of one page).
+        strip = re.compile(rb' (time|layer)="[^"]*"')
+        docs = sorted(strip.sub(b'', line).replace(host.encode(), b'HOST')
+                      for line in xml_lines(os.path.join(out, 'xml'))
+                      if line.startswith(host.encode()))
+        return out, docs
+
+    plain, plain_docs = crawl('plain', ())
+    # One fetch list: following waits for the listed URLs of its own task only.
+    out, docs = crawl('follow', ['fetch.follow_hops=1', 'fetch.reducers=1'])
+    assert docs == plain_docs and len(docs) > 10
+    with open(os.path.join(out, 'report.json')) as f:
+        rows = json.load(f)['layers']
+    assert all(row['accounted'] == row['urls_in'] for row in rows)
+    assert rows[0]['followed'] > 0
+
+    followed = set()
+    for layer in sorted(os.listdir(os.path.join(out, 'out'))):
+        urls_in = [r['url'] for r in read_records(os.path.join(out, 'in', layer))]
+        records = read_records(os.path.join(out, 'out', layer))
+        assert sorted(urls_in) == sorted(r['url'] for r in records if not r.get('followed'))
+        assert not followed & set(urls_in)        # generate does not select them again
+        for r in records:
+            if r.get('followed'):
+                assert r['followed'] == 1 and r['depth'] == int(layer) + 1 <= 3
+                followed.add(r['url'])
+    assert any(u.endswith('/a.html') for u in followed)
+    with open(os.path.join(out, 'steps', 'fetch-000.json')) as f:
+        assert json.load(f)['counters']['fetch']['followed_total'] == len(followed)

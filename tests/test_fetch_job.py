@@ -322,3 +322,52 @@ def test_a_page_that_breaks_the_parser_costs_its_parse_not_the_task(tmp_path, mo
     assert broken['status'] == R.FETCH_FETCHED and broken['title'] is None
     assert counters['parse'][C.PARSE_ERROR] == 1
     assert by_path['/']['links'] and 'parse_error' not in by_path['/']
+
+
+def test_following_fetches_a_hosts_new_links_while_another_host_works(tmp_path):
+    """fetch.follow_hops: the quick host goes on to the links of its page while the slow
+    host's list runs in the same fetch task (one list): one record each, a hop and a level deeper, never a URL the crawl
+    database holds, never past --max-depth, politely."""
+    with FixtureSite('127.0.0.2') as quick, FixtureSite('127.0.0.3') as slow:
+        listed = [{'kind': 'url', 'url': quick.url('/'), 'depth': 0}] + [
+            {'kind': 'url', 'url': slow.url('/fault/delay?n=0.3&i=%d' % i), 'depth': 0}
+            for i in range(8)]
+        db = [{'kind': 'db', 'url': quick.url('/a.html'), 'status': R.DB_UNFETCHED},
+              {'kind': 'db', 'url': quick.url('/b.html'), 'status': R.DB_FETCHED}]
+        docs, counters = run(MRFetch, tmp_path, listed + db, 'fetch.follow_hops=2',
+                             args=['--max-depth', '1', '--bins', '1'])
+        check_politeness(quick)
+        check_politeness(slow)
+        requested = [p for p in quick.paths() if p != '/robots.txt']
+    followed = [d for d in docs if d.get('followed')]
+    assert sorted(d['url'] for d in docs if not d.get('followed')) == \
+        sorted(r['url'] for r in listed)
+    assert sorted(d['url'] for d in followed) == sorted(quick.url(p) for p in (
+        '/dup.html', '/redirect', '/missing', '/private/secret.html', '/trap/1/',
+        '/latin1.html', '/~user/'))
+    assert {(d['depth'], d['followed'], d['layer']) for d in followed} == {(1, 1, 0)}
+    by_url = {d['url']: d for d in followed}
+    assert by_url[quick.url('/private/secret.html')]['status'] == R.FETCH_ROBOTS_DENIED
+    assert by_url[quick.url('/redirect')]['final_url'] == quick.url('/c.html')
+    # Held (unfetched) and known (fetched) URLs of the crawl database are not followed;
+    # nothing twice, nothing at depth 2 (/a/1.html, /trap/1/2/).
+    assert len(requested) == len(set(requested)) == 8, requested
+    assert not {'/a.html', '/b.html', '/trap/1/2/'} & set(requested)
+    assert counters['fetch']['followed_total'] == len(followed)
+    assert counters['fetch']['follow_queued_total'] == len(followed)
+    assert counters['fetch']['urls_in_total'] == len(listed)
+
+
+def test_following_never_outlasts_the_listed_urls(tmp_path):
+    """With no other key's list to wait for, the quick host's links are left to the
+    crawl database (follow_left_total): following never makes a layer longer."""
+    with FixtureSite('127.0.0.2') as quick:
+        listed = [{'kind': 'url', 'url': quick.url('/'), 'depth': 0}]
+        docs, counters = run(MRFetch, tmp_path, listed, 'fetch.follow_hops=1',
+                             args=['--max-depth', '3'])
+        assert [p for p in quick.paths() if p != '/robots.txt'] == ['/']
+    assert [d['url'] for d in docs] == [quick.url('/')]
+    assert counters['fetch']['follow_queued_total'] > 0
+    assert counters['fetch']['follow_left_total'] == \
+        counters['fetch']['follow_queued_total']
+    assert 'followed_total' not in counters['fetch']

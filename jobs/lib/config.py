@@ -175,6 +175,13 @@ def _validate(conf):
         raise ConfigError('recrawl: need factor >= 1 and 0 < min_interval <= max_interval, '
                           'got factor=%r min_interval=%r max_interval=%r' % (
                               rc['factor'], rc['min_interval'], rc['max_interval']))
+    if conf['fetch']['follow_hops'] < 0:
+        raise ConfigError('fetch.follow_hops must be >= 0, got %r' % conf['fetch']['follow_hops'])
+    if conf['fetch']['follow_hops'] and (gen['top_n'] or conf['filter']['max_urls_per_host']
+                                         or not conf['fetch']['parse']):
+        raise ConfigError('fetch.follow_hops needs fetch.parse = true (the links come from '
+                          'the fetch task\'s parse), generate.top_n = 0 and '
+                          'filter.max_urls_per_host = 0 (a followed URL passes by both caps)')
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)

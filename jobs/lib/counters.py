@@ -37,6 +37,12 @@ RESOURCES_FETCHED = 'resources_fetched_total'      #: secondary resources read (
 RESOURCES_TRUNCATED = 'resources_truncated_total'  #: of which cut at their max_bytes
 #: fetched responses of a type the crawl neither parses nor keeps: headers read, body not
 TYPE_NOT_PARSED = 'type_not_parsed_total'
+#: in-fetch following (fetch.follow_hops): same-key links queued behind a key's list,
+#: the followed URLs requested (one out/ record each), and those left unrequested when
+#: the task's listed URLs were done (they stay links: the crawl database takes them)
+FOLLOW_QUEUED = 'follow_queued_total'
+FOLLOWED = 'followed_total'
+FOLLOW_LEFT = 'follow_left_total'
 PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a reducer
 # Deferred URLs are also counted by status and reason: fetch_deferred_time_budget_total,
 # fetch_deferred_host_failures_total, fetch_deferred_robots_503_total...

@@ -26,6 +26,7 @@ when the reducer's ``fetch.time_budget`` runs out the rest is deferred.
 """
 import base64
 import hashlib
+import itertools
 import socket
 import time
 
@@ -37,9 +38,10 @@ from jobs.lib.politeness import OutOfBudget, Slot, TimeLimit, politeness_key
 
 def _carry(rec, doc):
     """Copy what the generator knew of the URL from its in/ record to its doc: ``prev``
-    (a re-crawl's previous digest and checksum), ``score`` (its OPIC cash) and, for a
-    secondary resource, ``resource_of``, ``resource_name`` and ``max_bytes``."""
-    for key in ('prev', 'score', 'resource_of', 'resource_name', 'max_bytes'):
+    (a re-crawl's previous digest and checksum), ``score`` (its OPIC cash), ``followed``
+    (the hop of a URL the fetch followed: jobs.lib.follow) and, for a secondary
+    resource, ``resource_of``, ``resource_name`` and ``max_bytes``."""
+    for key in ('prev', 'score', 'resource_of', 'resource_name', 'max_bytes', 'followed'):
         if rec.get(key) is not None:
             doc[key] = rec[key]
     return doc
@@ -422,9 +424,10 @@ class HostFetcher:
 
     # -- a key ------------------------------------------------------------------------
 
-    def fetch(self, items, layer=0, key=None, known=frozenset()):
+    def fetch(self, items, layer=0, key=None, known=frozenset(), more=()):
         """Yield one doc record per in/ record in *items* (all of politeness key *key*,
-        whose URLs requested before are *known*)."""
+        whose URLs requested before are *known*), then one per followed URL record
+        that *more* yields (jobs.lib.follow.Follower.items) and this fetcher requests."""
         if items and key is None:
             key = politeness_key(items[0]['url'], self.key_mode, self.resolver)
         self.key = key
@@ -433,9 +436,13 @@ class HostFetcher:
         self.http = httpio.KeySession(self.user_agent, self.timeout, self.resolver,
                                       self.slot)
         try:
-            yield from self._fetch_key(items, layer)
+            yield from self._fetch_key(itertools.chain(items, more), layer)
         finally:
             self.http.close()
+
+    def requested(self, url):
+        """Did this fetcher request *url* (a listed URL, a followed one or a hop)?"""
+        return url in self._fetched
 
     def _fetch_key(self, items, layer):
         refusals = {}        # host name -> (status, reason) or None, checked once each
@@ -445,10 +452,14 @@ class HostFetcher:
             if cut is None and self.slot.out_of_budget():
                 cut = (R.FETCH_DEFERRED, 'time_budget')
                 self._stat(C.KEYS_HIT_BY_TIME_BUDGET)
+            name = urls.hostname(rec['url'])
+            if rec.get('followed') and (cut is not None or refusals.get(name)):
+                # Not one of in/'s URLs: left unrequested, it stays a link of its page.
+                self._stat(C.FOLLOW_LEFT)
+                continue
             if cut is not None:
                 yield new_doc(rec, layer, *cut)
                 continue
-            name = urls.hostname(rec['url'])
             if name not in refusals:
                 refusals[name] = self._check_host(rec['url'])
             if refusals[name] is not None:
