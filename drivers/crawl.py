@@ -92,6 +92,7 @@ class Crawl:
         self.conf = conf
         self.runner = runner
         self.depth = depth
+        self.first_layer = 0     # the running cycle's first layer (_cycle)
         self.progress = progress
         self.user_args = list(runner_args)
         self.runner_args = list(runner_args)
@@ -323,6 +324,7 @@ class Crawl:
             cycle['depth'] = self.depth
             cycles.save(cycle)
         first = cycle['first_layer']
+        self.first_layer = first     # CrawlerDriver: robots.txt is read afresh each cycle
         self.progress('cycle %d%s: from layer %03d, depth %d' % (
             cycle['cycle'], '' if new else ' (resumed)', first, self.depth))
         if cycle['cycle'] == 1:

@@ -62,6 +62,11 @@ class CrawlerDriver:
         # redirect to one of them is not followed (MRFetch, known_target).
         db = c.path('crawldb', layer_name(layer - 1)) if layer else None
         inputs = [c.path('in', L)] + ([db] if db and c.fs.exists(db) else [])
+        if self.conf['politeness']['robots_cache_hours'] > 0:
+            inputs += self.robots_read(layer)
+            if not c.fs.exists(fetched):
+                c.fs.rm(c.path('robots', L))     # an interrupted run's files
+            fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path('robots', L))
         c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
                      args + fetch_args + (archive if fused else []), runner)
         self.fetch_ended()
@@ -72,6 +77,21 @@ class CrawlerDriver:
             self.clear_warc_files(c.path('warc_index', L), 'mrcrawl-L' + L)
             c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [doc], c.path('warc_index', L),
                          args + archive)
+
+    def robots_read(self, layer):
+        """robots/ of the cycle's earlier layers: the robots.txt answers they read, for
+        this layer's fetch lists. Those of earlier cycles are removed: each cycle reads
+        robots.txt afresh, as a Nutch round does."""
+        c = self.crawl
+        if not c.fs.exists(c.path('robots')):
+            return []
+        folders = []
+        for name in sorted(c.fs.listdir(c.path('robots'))):
+            if name.isdigit() and int(name) < c.first_layer:
+                c.fs.rm(c.path('robots', name))
+            elif name.isdigit() and int(name) < layer:
+                folders.append(c.path('robots', name))
+        return folders
 
     def meta_whole(self, L):
         """meta/L if the fetch of layer L wrote it whole (its _SUCCESS, written above once

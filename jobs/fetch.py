@@ -32,6 +32,10 @@ is map-only:
    to it. A key with no URL in this layer gets none of its known URLs. With
    ``fetch.follow_hops`` they also name the key's other URLs the crawl holds (``held``
    lines: unfetched, not yet due), which in-fetch following must not fetch either.
+   ``robots`` records (robots/*: the robots.txt answers earlier layers of the cycle
+   read, jobs.lib.robots.Rules.record) join the same way, so a host's robots.txt is
+   read once per ``politeness.robots_cache_hours``, not once per layer; each fetch
+   task writes the answers it read itself to --robots-dir.
 2. **fetch** (map only). Each map task reads one list whole (jobs.base.WHOLE_FILES),
    regroups it by politeness key and fetches ``fetch.threads`` keys at once, one
    connection per key with ``politeness.delay`` between its requests.
@@ -74,7 +78,7 @@ from jobs.lib import counters as C, fetcher, follow, plan, politeness, records a
 from jobs.lib.netpolicy import Resolver
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
-_DB_LINES = ('known', 'held')   # a fetch list's lines from the crawl database
+_DB_LINES = ('known', 'held', 'robots')   # a fetch list's lines that are no URL to fetch
 
 
 def _by_priority(rec):
@@ -124,7 +128,11 @@ class MRFetch(CrawlJob):
                               help='With fetch.parse: also write each page record '
                               'without its text into this folder (local path or hdfs:// '
                               'URI), one file per fetch task. Default: off.')
-        self.add_webhdfs_args('--warc-dir and --meta-dir')
+        self.add_passthru_arg('--robots-dir', default=None,
+                              help='Write the robots.txt answers this fetch read (robots '
+                              'records) into this folder, one file per fetch task, for '
+                              'the later layers\' fetch lists. Default: off.')
+        self.add_webhdfs_args('--warc-dir, --meta-dir and --robots-dir')
         self.add_passthru_arg('--max-depth', type=int, default=0,
                               help='The crawl\'s depth: in-fetch following '
                               '(fetch.follow_hops) never goes past it. Default: 0.')
@@ -154,6 +162,8 @@ class MRFetch(CrawlJob):
         """Load the plan: {politeness key: bin} for the keys it placed."""
         self.bins = self.options.bins or self.conf['fetch']['reducers']
         self.follow = self.conf['fetch']['follow_hops'] > 0
+        # robots.txt answers read since then are reused (RFC 9309 2.4: at most 24 h).
+        self.robots_since = time.time() - 3600 * self.conf['politeness']['robots_cache_hours']
         self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
         self.planned = {}
         if self.options.plan and self.bins == self.conf['fetch']['reducers']:
@@ -168,7 +178,14 @@ class MRFetch(CrawlJob):
         URL requested before -> ('LABEL KEY', [politeness key, known record]), of any
         other URL, with following on -> (..., held record). LABEL is the bin (the
         partition), KEY groups the reducer's calls by politeness key."""
-        for rec in self.records(line, 'url', 'db'):
+        for rec in self.records(line, 'url', 'db', 'robots'):
+            if rec['kind'] == 'robots':
+                if rec['fetched_at'] >= self.robots_since:
+                    key = politeness.politeness_key(rec['url'],
+                                                    self.conf['politeness']['key'],
+                                                    self.resolver)
+                    yield self._list_key(key), [key, rec]
+                continue
             if rec['kind'] == 'db':
                 # A URL known only as a redirect's end is refreshed through its
                 # source (MRGenerate.due): following the redirect is its fetch.
@@ -230,9 +247,13 @@ class MRFetch(CrawlJob):
             # (lxml, selectolax, numpy, the language model) is most of a task's imports.
             from jobs.lib import parsepage
             self.parser = parsepage.PageParser(self.conf, self._count_parse)
-        self.warc = self.meta = None
+        self.warc = self.meta = self.robots_sink = None
         o = self.options
         part = int(os.environ.get('mapreduce_task_partition') or 0)
+        if o.robots_dir:
+            from jobs.lib import sidefile
+            self.robots_sink = sidefile.LineSink(o.robots_dir, 'part-f%05d' % part,
+                                                 o.webhdfs_url, o.hdfs_user)
         if o.meta_dir and self.parser is not None:
             from jobs.lib import sidefile
             self.meta_of = sidefile.meta
@@ -253,9 +274,13 @@ class MRFetch(CrawlJob):
         self.taken.append(value)
 
     def _fetch_bin(self, values):
-        by_key, known, held = {}, {}, {}
+        by_key, known, held, rules = {}, {}, {}, {}
         for pkey, rec in values:
-            if rec.get('kind') == 'known':
+            if rec.get('kind') == 'robots':
+                old = rules.get(rec['origin'])
+                if old is None or rec['fetched_at'] > old['fetched_at']:
+                    rules[rec['origin']] = rec
+            elif rec.get('kind') == 'known':
                 known.setdefault(pkey, set()).add(rec['url'])
             elif rec.get('kind') == 'held':
                 held.setdefault(pkey, set()).add(rec['url'])
@@ -265,6 +290,9 @@ class MRFetch(CrawlJob):
                     rec, self.options.layer, R.FETCH_FILTERED, rec.get('excluded') or 'bad_url'))
             else:
                 by_key.setdefault(pkey, []).append(rec)
+        for origin, rec in rules.items():
+            self.robots_cache.preload(origin, robots.Rules.from_record(
+                rec, self.conf['politeness']['user_agent']))
         self.keys_waiting = len(by_key)
         # Biggest keys first: they bound the layer's time, so they must not start last.
         for pkey in sorted(by_key, key=lambda k: -len(by_key[k])):
@@ -294,6 +322,13 @@ class MRFetch(CrawlJob):
             self.warc.commit()
         if self.meta is not None:
             self.count(C.META_RECORDS, self.meta.commit()[0])
+        if self.robots_sink is not None:
+            for origin, rules in sorted(self.robots_cache.fetched.items()):
+                rec = rules.record(origin)
+                if rec is not None:
+                    self.robots_sink.add(rec)
+            self.robots_sink.commit()
+        self.count(C.ROBOTS_REUSED, len(self.robots_cache.reused))
         self.count(C.ROBOTS_FETCHED, self.robots_fetches)
         self.count(C.ROBOTS_ERROR, self.robots_failures)
         for name, n in sorted(self.stats.items()):

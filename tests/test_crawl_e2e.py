@@ -407,3 +407,24 @@ def test_following_changes_when_pages_are_fetched_not_what_comes_out(tmp_path):
     assert any(u.endswith('/a.html') for u in followed)
     with open(os.path.join(out, 'steps', 'fetch-000.json')) as f:
         assert json.load(f)['counters']['fetch']['followed_total'] == len(followed)
+
+
+def test_robots_txt_is_read_once_a_cycle_and_a_failure_is_asked_again(tmp_path):
+    """politeness.robots_cache_hours: the fixture site's robots.txt is read in layer 0
+    only (its rules still hold in layers 1-3); with 0, once a layer. A robots.txt that
+    answers 503 is never kept: its host is asked again in the next layer."""
+    from drivers.fixture_site import FixtureSite
+    for name in ('cached', 'uncached', 'failing'):
+        (tmp_path / name).mkdir()
+    with FixtureSite() as site:
+        out, _ = crawl_site(site, tmp_path / 'cached', test_conf(), 3)
+        assert site.paths().count('/robots.txt') == 1
+        assert '/private/secret.html' not in site.paths()
+        with open(os.path.join(out, 'steps', 'fetch-003.json')) as f:
+            assert json.load(f)['counters']['fetch']['robots_txt_reused_total'] == 1
+    with FixtureSite() as site:
+        crawl_site(site, tmp_path / 'uncached', test_conf('politeness.robots_cache_hours=0'), 3)
+        assert site.paths().count('/robots.txt') == 4
+    with FixtureSite(robots_status=503) as site:
+        crawl_site(site, tmp_path / 'failing', test_conf(), 2)
+        assert site.paths() == ['/robots.txt'] * 3       # deferred, asked in every layer

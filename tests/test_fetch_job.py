@@ -371,3 +371,30 @@ def test_following_never_outlasts_the_listed_urls(tmp_path):
     assert counters['fetch']['follow_left_total'] == \
         counters['fetch']['follow_queued_total']
     assert 'followed_total' not in counters['fetch']
+
+
+def test_robots_answers_of_earlier_layers_are_reused_not_asked_again(tmp_path):
+    """A robots record (an earlier layer's answer, --robots-dir) stands in for the
+    request while it is younger than politeness.robots_cache_hours; an older one does
+    not; what the fetch reads itself it writes for the next layer."""
+    with FixtureSite('127.0.0.2') as fresh, FixtureSite('127.0.0.3') as stale:
+        def answer(site, age_hours):
+            return {'kind': 'robots', 'url': site.url('/robots.txt'),
+                    'origin': site.url('/')[:-1], 'allow_all': False,
+                    'reason': None, 'fetched_at': time.time() - 3600 * age_hours,
+                    'text': 'User-agent: *\nDisallow: /a.html\n'}
+        listed = [{'kind': 'url', 'url': s.url(p), 'depth': 1}
+                  for s in (fresh, stale) for p in ('/', '/a.html')]
+        robots_dir = tmp_path / 'robots'
+        docs, counters = run(MRFetch, tmp_path, listed + [answer(fresh, 23), answer(stale, 25)],
+                             args=['--robots-dir', str(robots_dir)])
+        assert '/robots.txt' not in fresh.paths() and fresh.paths() == ['/']
+        assert stale.paths() == ['/robots.txt', '/', '/a.html']   # its own robots.txt
+    status = {d['url']: d['status'] for d in docs}
+    assert status[fresh.url('/a.html')] == R.FETCH_ROBOTS_DENIED
+    assert status[stale.url('/a.html')] == R.FETCH_FETCHED
+    assert counters['fetch']['robots_txt_reused_total'] == 1
+    assert counters['fetch']['robots_txt_fetched_total'] == 1
+    written = [json.loads(line) for f in robots_dir.iterdir() for line in f.open()]
+    assert [(r['origin'], r['allow_all']) for r in written] == [(stale.url('/')[:-1], False)]
+    assert 'Disallow: /private/' in written[0]['text']

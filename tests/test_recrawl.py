@@ -42,6 +42,11 @@ def test_recrawl_fetches_due_pages_and_adapts_intervals(site, tmp_path):
     fetched_pages = {'/', '/a.html', '/b.html', '/dup.html', '/redirect', '/~user/',
                      '/latin1.html', '/trap/1/'}
     asked = [r for r in site.requests[mark:] if r['path'] != '/robots.txt']
+    # A new cycle reads robots.txt afresh, once (politeness.robots_cache_hours), and
+    # drops the answers an earlier cycle kept.
+    assert len(site.requests) - mark - len(asked) == 1
+    # (cycle 1 fetched layers 0-1, the empty cycle 2 none, this one layer 2).
+    assert os.listdir(os.path.join(out, 'robots')) == ['002']
     # /c.html is asked as the hop of /redirect, not on its own; /missing (404 before)
     # and the pages a failed fetch left are asked again too.
     paths = {r['path'].replace('%7E', '~') for r in asked}

@@ -19,6 +19,8 @@ URLS_IN = 'urls_in_total'
 BYTES = 'bytes_total'
 ROBOTS_FETCHED = 'robots_txt_fetched_total'
 ROBOTS_ERROR = 'robots_txt_unavailable_total'
+#: origins whose robots.txt an earlier layer of the cycle read (politeness.robots_cache_hours)
+ROBOTS_REUSED = 'robots_txt_reused_total'
 HOSTS = 'hosts_total'          #: politeness keys (host, IP or domain) fetched
 INTERNAL_ERROR = 'internal_error_total'
 RETRIES = 'retries_total'      #: requests repeated after a 5xx, 429 or network error

@@ -5,6 +5,7 @@ Allow/Disallow rule with ``*`` and ``$``, and exposes Crawl-delay and Sitemap li
 Lines with a key Protego does not read are dropped before it parses (:func:`parse`).
 """
 import threading
+import time
 
 from protego import Protego
 
@@ -32,15 +33,19 @@ def _known_lines(text):
     return '\n'.join(kept)
 
 
-def parse(robots_txt):
-    """A parsed robots.txt from str or bytes (cut at 500 KiB, bad UTF-8 replaced)."""
+def text_of(robots_txt):
+    """robots.txt as the str that is parsed (str or bytes in; cut at 500 KiB, bad UTF-8
+    replaced)."""
     if robots_txt is None:
-        robots_txt = ''
+        return ''
     if isinstance(robots_txt, bytes):
-        robots_txt = robots_txt[:MAX_ROBOTS_BYTES].decode('utf-8', 'replace')
-    else:
-        robots_txt = robots_txt[:MAX_ROBOTS_BYTES]
-    return Protego.parse(_known_lines(robots_txt))
+        return robots_txt[:MAX_ROBOTS_BYTES].decode('utf-8', 'replace')
+    return robots_txt[:MAX_ROBOTS_BYTES]
+
+
+def parse(robots_txt):
+    """A parsed robots.txt from str or bytes (:func:`text_of`)."""
+    return Protego.parse(_known_lines(text_of(robots_txt)))
 
 
 def product_token(user_agent):
@@ -77,7 +82,24 @@ class Rules:
         self.allow_all = allow_all
         self.deny_all = deny_all
         self.reason = reason
-        self._parsed = None if (allow_all or deny_all) else parse(robots_txt)
+        self.read_at = time.time()
+        self.text = None if (allow_all or deny_all) else text_of(robots_txt)
+        self._parsed = None if self.text is None else Protego.parse(_known_lines(self.text))
+
+    def record(self, origin):
+        """The ``robots`` record that lets later layers reuse these rules (MRFetch
+        --robots-dir): its URL and origin, time read (epoch seconds), the answer. None
+        for deny_all, which is never reused."""
+        if self.deny_all:
+            return None
+        return {'kind': 'robots', 'url': origin + '/robots.txt', 'origin': origin,
+                'fetched_at': round(self.read_at, 3),
+                'allow_all': self.allow_all, 'reason': self.reason, 'text': self.text}
+
+    @classmethod
+    def from_record(cls, rec, user_agent):
+        return cls(rec.get('text'), user_agent, allow_all=rec['allow_all'],
+                   reason=rec.get('reason'))
 
     def allowed(self, url):
         if self.deny_all:
@@ -97,17 +119,28 @@ class Rules:
 
 
 class RobotsCache:
-    """One robots.txt per origin per task (so per layer), fetched once, shared by threads."""
+    """One robots.txt per origin per task, fetched once, shared by threads; or read in
+    an earlier layer (:meth:`preload`). ``fetched``: {origin: Rules} this task fetched;
+    ``reused``: origins whose preloaded rules were asked for."""
 
     def __init__(self):
         self._rules = {}
+        self._preloaded = set()
         self._locks = {}
         self._lock = threading.Lock()
+        self.fetched = {}
+        self.reused = set()
+
+    def preload(self, origin, rules):
+        self._rules[origin] = rules
+        self._preloaded.add(origin)
 
     def get(self, origin, fetch):
         with self._lock:
             lock = self._locks.setdefault(origin, threading.Lock())
         with lock:
             if origin not in self._rules:
-                self._rules[origin] = fetch(origin)
+                self._rules[origin] = self.fetched[origin] = fetch(origin)
+            elif origin in self._preloaded:
+                self.reused.add(origin)
             return self._rules[origin]
