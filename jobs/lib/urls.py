@@ -31,29 +31,52 @@ def query_encoder(encoding):
     return None if name in ('utf-8', 'utf-16', 'utf-16-be', 'utf-16-le') else name
 
 
+#: Bytes the URL standard percent-encodes in a special URL's query (C0 controls,
+#: space, ", #, ', <, > and all above 0x7E); the other bytes stay as they are.
+_SPECIAL_QUERY_SET = frozenset(range(0x21)) | {0x22, 0x23, 0x27, 0x3C, 0x3E} | \
+    frozenset(range(0x7F, 0x100))
+#: Characters the Encoding Standard's encoder refuses where Python's codec maps them:
+#: iso-2022-jp's SO, SI and ESC (an error reported as U+FFFD), gb18030's U+E5E5.
+_ENCODER_ERRORS = {'iso2022_jp': {'\x0e': 0xFFFD, '\x0f': 0xFFFD, '\x1b': 0xFFFD},
+                   'gb18030': {'\ue5e5': 0xE5E5}}
+
+
+def _percent_bytes(data):
+    return ''.join('%%%02X' % b if b in _SPECIAL_QUERY_SET else chr(b) for b in data)
+
+
 def encode_query(href, encoding):
-    """*href* with the non-ASCII characters of its query percent-encoded in the
-    document's *encoding* (a :func:`query_encoder` name), as the WHATWG URL standard
-    does for an http(s) link of a page in that encoding; the path and the fragment stay
-    UTF-8. A character the encoding cannot represent becomes ``%26%23N%3B`` (``&#N;``),
-    as the standard's encoder gives it."""
+    """*href* with its query encoded in the document's *encoding* (a
+    :func:`query_encoder` name), as the WHATWG URL standard does for an http(s) link of
+    a page in that encoding ("percent-encode after encoding"): one encoder over the
+    whole query, so an iso-2022-jp run has one escape sequence; only the bytes of the
+    special-query set are percent-encoded; a character the encoding cannot represent
+    becomes ``%26%23N%3B`` (``&#N;``), an iso-2022-jp run ended first. The path and the
+    fragment stay UTF-8. Tests: the web-platform-tests percent-encoding suite."""
     q = href.find('?')
     frag = href.find('#')
     if q == -1 or -1 < frag < q:
         return href
     end = len(href) if frag == -1 else frag
     query = href[q + 1:end]
-    if query.isascii():
-        return href
-    out = []
+    refused = _ENCODER_ERRORS.get(encoding, {})
+    if query.isascii() and not any(ch in query for ch in refused):
+        return href      # ASCII is itself in every such encoding
+    query = query.replace('\t', '').replace('\n', '').replace('\r', '')  # as the parser
+    new_encoder = codecs.getincrementalencoder(encoding)
+    encoder, out = new_encoder(), []
     for ch in query:
-        if ch < '\x80':
-            out.append(ch)
-            continue
-        try:
-            out.append(''.join('%%%02X' % b for b in ch.encode(encoding)))
-        except UnicodeEncodeError:
-            out.append('%%26%%23%d%%3B' % ord(ch))
+        error = refused.get(ch)
+        if error is None:
+            try:
+                out.append(_percent_bytes(encoder.encode(ch)))
+                continue
+            except UnicodeEncodeError:
+                error = ord(ch)
+        out.append(_percent_bytes(encoder.encode('', final=True)))
+        encoder = new_encoder()
+        out.append('%%26%%23%d%%3B' % error)
+    out.append(_percent_bytes(encoder.encode('', final=True)))
     return href[:q + 1] + ''.join(out) + href[end:]
 
 
