@@ -13,6 +13,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     final URL), resource_name (str: the rule's name) and max_bytes (int: bytes read at
     most), all three carried to doc/ and out/.
 
+    A URL the fetch followed (fetch.follow_hops, jobs.lib.follow) was in no in/: its
+    url record, made in the fetch task, carries followed (int: hops from a listed URL)
+    and score (its parent's OPIC share), both carried to doc/ and out/.
+
 ``doc`` (doc/NNN, MRFetch with fetch.parse = false): exactly one per URL of in/NNN
     url, depth, layer (int), status (FETCH_* below), reason (str|null: why, for every
     status but fetched), http_status (int|null), final_url (str: after redirects),
@@ -39,7 +43,7 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     declared, Content-Range total or Content-Length of an unencoded body).
 
 ``page`` (out/NNN, MRParse, or MRFetch with fetch.parse = true): exactly one per doc
-    record, i.e. per URL of in/NNN. Every doc field but body, http and warc_body (kept
+    record, i.e. per URL of in/NNN and per URL the fetch followed. Every doc field but body, http and warc_body (kept
     when warc.enabled and the fetch parses: the WARC writer reads them from out/), plus
     title (str|null), text (str), links (list of
     {url, text, rel}), canonical (str|null), noindex (bool), nofollow (bool);
@@ -85,6 +89,12 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     resource_of, resource_name, max_bytes (a secondary resource: see ``url``).
 
 ``pagerank`` (pagerank/NNN, MRPageRank): url, pagerank (float).
+
+``robots`` (robots/NNN, MRFetch --robots-dir): one per origin whose robots.txt the
+    layer's fetch read and whose answer may be reused (not a 5xx or unreachable one):
+    url (its /robots.txt), origin, fetched_at (float: epoch seconds), allow_all (bool:
+    a 4xx), reason (str|null), text (str|null: the robots.txt as parsed, at most
+    500 KiB). Later layers of the cycle reuse it for politeness.robots_cache_hours.
 
 ``deletion`` (delta/CCC/records, MRMergeJoin or MRDelta): url, reason (gone, noindex, redirected,
     robots_denied, filtered, duplicate, removed), duplicate_of (str|null: the page it
