@@ -52,6 +52,8 @@ class MROptimize(CrawlJob):
             for key in ('fields_checksum', 'refetch_interval'):
                 if rec.get(key) is not None:
                     fetch[key] = rec[key]
+            if rec.get('followed'):
+                fetch['followed'] = True      # fetched inside the fetch: see reducer_join
             # The page's OPIC cash (seeds start with 1.0) is spent now: see reducer_join.
             fetch['spent_cash'] = rec.get('score', 1.0 if rec.get('depth', 0) == 0 else 0.0) \
                 if rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED) else 0.0
@@ -141,9 +143,11 @@ class MROptimize(CrawlJob):
             link_depth = self.join_resource(db, resource, link_depth, bool(fetches))
         depths = [d for d in [db['depth'], link_depth] + [f['depth'] for f in fetches]
                   if d is not None]
+        followed = False
         if fetches:
             # A page's own fetch result wins over the redirect-target marker.
             fetches.sort(key=lambda f: f.get('reason') == 'redirect_target')
+            followed = fetches[0].pop('followed', False)
             self.compare_fields(db, fetches[0])
             self.adapt_interval(db, fetches[0])
             db.update(fetches[0])
@@ -160,6 +164,10 @@ class MROptimize(CrawlJob):
         if spent:
             db['opic_history'] = db.get('opic_history', 0.0) + spent
             db['score'] = 0.0
+        if followed:
+            # Followed in the fetch (jobs.lib.follow), it spent its parent's share then;
+            # the same share arrives now through the parent's link: count it once.
+            cash = max(0.0, cash - spent)
         db['score'] = db.get('score', 0.0) + cash
         if topic_inlinks:
             db['topic_inlinks'] = db.get('topic_inlinks', 0) + topic_inlinks

@@ -124,3 +124,19 @@ def test_pagerank_strategy_crawl_with_top_n(site, tmp_path):
     # Over-the-cap URLs wait in crawldb as unfetched.
     db = read_records(os.path.join(out, 'crawldb', '002'))
     assert sum(1 for r in db if r['status'] == 'unfetched') >= 6
+
+
+def test_opic_cash_of_a_page_followed_in_the_fetch_is_counted_once(tmp_path):
+    """A followed page (fetch.follow_hops) spent its parent's share when it was fetched,
+    in the parent's layer; the parent's link hands the same share on in that layer's
+    update: it is counted once, so cash stays conserved."""
+    cf = conf_file(tmp_path)
+    seed = page('http://h/', ['http://h/a', 'http://h/b'])
+    followed = page('http://h/a', ['http://h/c'], depth=1, score=0.5)
+    followed['followed'] = 1
+    out, _ = run_job(MROptimize, cf, [seed, followed])
+    db = {r['url']: r for r in out}
+    assert db['http://h/a']['score'] == 0.0 and db['http://h/a']['opic_history'] == 0.5
+    assert 'followed' not in db['http://h/a']
+    assert db['http://h/b']['score'] == 0.5 and db['http://h/c']['score'] == 0.5
+    assert sum(r.get('score', 0) for r in db.values()) == 1.0
