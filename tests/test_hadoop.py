@@ -472,3 +472,32 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     # "Fixture home" is the title of the seed page: its term points back to it.
     assert any(p['url'].endswith(':%d/' % site.port) for p in terms['fixture']['postings'])
     fs.rm(out_uri)
+
+
+def test_following_inside_a_yarn_fetch_task(tmp_path):
+    """fetch.follow_hops on YARN: the fetch task (a YARN container) follows the quick
+    host's links while the slow host's list runs, as on the local runner: followed
+    records in out/000, every in/ URL one record, nothing requested twice."""
+    out_uri = 'hdfs:///mrcrawl-it/follow-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(out_uri)
+    with FixtureSite('127.0.0.2') as quick, FixtureSite('127.0.0.3') as slow:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(quick.url('/') + '\n' + ''.join(
+            slow.url('/fault/delay?n=0.2&i=%d' % i) + '\n' for i in range(10)))
+        mrcrawl_crawl(seeds, out_uri, 'hadoop', ['fetch.follow_hops=1', 'fetch.reducers=1'])
+        for s in (quick, slow):
+            pages = [p for p in s.paths() if p != '/robots.txt']
+            assert len(pages) == len(set(pages)), collections.Counter(pages)
+            assert s.paths().count('/robots.txt') == 1      # read once, reused (robots/)
+    followed = 0
+    for layer in sorted(fs.listdir(out_uri + '/out')):
+        urls_in = [r['url'] for r in hdfs_records(fs, '%s/in/%s' % (out_uri, layer))]
+        records = hdfs_records(fs, '%s/out/%s' % (out_uri, layer))
+        assert sorted(urls_in) == sorted(r['url'] for r in records if not r.get('followed'))
+        followed += sum(1 for r in records if r.get('followed'))
+        assert all(r['depth'] == int(layer) + 1 for r in records if r.get('followed'))
+    steps = json.loads(fs.read_text(out_uri + '/steps/fetch-000.json'))
+    # The fetch lists made in the driver, the fetch itself in a YARN container.
+    assert steps['runner'] in ('inline+hadoop', 'hadoop') and followed > 0
+    assert steps['counters']['fetch']['followed_total'] > 0
+    fs.rm(out_uri)
