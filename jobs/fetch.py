@@ -225,7 +225,10 @@ class MRFetch(CrawlJob):
     def mapper_init_pool(self):
         self.threads = self.conf['fetch']['threads']
         self.follow_hops = self.conf['fetch']['follow_hops']
-        self.listed_left = 0     # listed URLs handed to threads, their records not out yet
+        # Listed URLs handed to threads and not yet fetched: a thread counts each down as
+        # it gets its record, so no key starts following once the last one is fetched.
+        self.listed_left = 0
+        self.listed_lock = threading.Lock()
         self.keys_waiting = 0    # keys of this list not yet given a thread
         budget = self.conf['fetch']['time_budget']
         # The budget counts from the task's start: the time the layer may spend.
@@ -303,7 +306,7 @@ class MRFetch(CrawlJob):
             # Each key's URLs in priority order (generate.strategy): a time budget or a
             # failing host then cuts the least important ones.
             items = sorted(by_key.pop(pkey), key=_by_priority)
-            self.listed_left += len(items)
+            self._listed(len(items))
             self.keys_waiting -= 1
             self.pool.submit(self._run_host, pkey, items, known.pop(pkey, frozenset()),
                              held.pop(pkey, ()))
@@ -377,6 +380,7 @@ class MRFetch(CrawlJob):
                     return
                 if not doc.get('followed'):
                     n_done += 1
+                    self._listed(-1)
                 if follower is not None and follower.wants(doc):
                     reply = follow.Reply()
                     self._put(('doc', doc, reply))
@@ -387,6 +391,7 @@ class MRFetch(CrawlJob):
                     self._put(('doc', doc, None))
         except Exception as e:   # a bug must not lose the key's URLs
             reason = 'internal_' + type(e).__name__
+            self._listed(n_done - len(items))
             for rec in items[n_done:]:
                 self._put(('doc', fetcher.new_doc(
                     rec, self.options.layer, R.FETCH_NETWORK_ERROR, reason), None))
@@ -401,6 +406,10 @@ class MRFetch(CrawlJob):
                 for name, n in hf.stats.items():
                     self.stats[name] = self.stats.get(name, 0) + n
             self._put(('done', None, None))
+
+    def _listed(self, n):
+        with self.listed_lock:
+            self.listed_left += n
 
     def _may_follow(self):
         """May a key whose list is done follow links now? Only while the task still
@@ -426,8 +435,6 @@ class MRFetch(CrawlJob):
                 continue
             if item.get('followed'):
                 self.count(C.FOLLOWED)
-            else:
-                self.listed_left -= 1
             yield from self._emit(item, reply)
             block = False
 
