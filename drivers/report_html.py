@@ -7,8 +7,10 @@ What it shows, and where each figure comes from:
 - **per layer** (report.json's rows, else rebuilt from steps/*.json): pages by status,
   bytes, new URLs, seconds; the **duplicate rate** (fetched rows of the layer that
   merge folded into another page: index/ ``duplicate_of``); **fetch time against its
-  politeness lower bound** = (largest per-host URL count of the layer) x
-  politeness.delay, since one host's URLs are fetched one at a time, that far apart.
+  politeness lower bound** = (largest per-host URL count of the layer - 1) x
+  politeness.delay, since one host's URLs are fetched one at a time, that far apart
+  (its first request may start the step: the driver waits out the delay between
+  layers, and robots.txt is read once a cycle).
   The per-host counts are a MapReduce count (MRIndexRows' ``host_layer`` totals, in
   hosts/); this page streams them keeping one maximum per layer, so memory does not grow
   with the number of hosts. Without hosts/ (a crawl stopped before its index), the
@@ -221,7 +223,7 @@ def collect(out, fs, report=None, conf=None):
                 r['bound_source'] = 'plan'
         r['largest_host'] = big[1] if big else None
         r['largest_host_urls'] = big[0] if big else None
-        r['bound_seconds'] = (big[0] * delay if big and delay is not None else None)
+        r['bound_seconds'] = ((big[0] - 1) * delay if big and delay is not None else None)
         ix = (index or {}).get('layers', {}).get(layer)
         r['duplicates'] = ix['duplicates'] if ix else None
         r['duplicate_rate'] = (ix['duplicates'] / ix['fetched']
@@ -294,7 +296,7 @@ def _layers_section(data, pngs):
                    if r['largest_host'] else 'n/a',
                    _fmt(r.get('seconds'))])
         body.append(_table(head, table, left=(len(head) - 2,)))
-        body.append('<p>bound s = the largest host\'s URL count in the layer x '
+        body.append('<p>bound s = (the largest host\'s URL count in the layer - 1) x '
                     'politeness.delay: one connection per host and the delay between its '
                     'requests make the fetch step at least that long. A fetch far above it '
                     'is spent elsewhere (latency, retries, task start-up, an unbalanced '
