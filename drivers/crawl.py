@@ -92,7 +92,6 @@ class Crawl:
         self.conf = conf
         self.runner = runner
         self.depth = depth
-        self.first_layer = 0     # the running cycle's first layer (_cycle)
         self.progress = progress
         self.user_args = list(runner_args)
         self.runner_args = list(runner_args)
@@ -316,7 +315,7 @@ class Crawl:
     def _cycle(self, cycles, seeds_path, at):
         # report.html's plotting library loads while the first layer waits on the network.
         threading.Thread(target=_preload_report_libraries, daemon=True).start()
-        cycle, new = cycles.begin(self.depth, seeds_path, at, on_new=self._clear_next_layer)
+        cycle, new = cycles.begin(self.depth, seeds_path, at, on_new=self._new_cycle)
         if self.depth is None:          # `mrcrawl recrawl`: the last cycle's depth
             self.depth = self.report.depth = cycle['depth'] = self._last_depth(cycles)
             cycles.save(cycle)
@@ -324,7 +323,6 @@ class Crawl:
             cycle['depth'] = self.depth
             cycles.save(cycle)
         first = cycle['first_layer']
-        self.first_layer = first     # CrawlerDriver: robots.txt is read afresh each cycle
         self.progress('cycle %d%s: from layer %03d, depth %d' % (
             cycle['cycle'], '' if new else ' (resumed)', first, self.depth))
         if cycle['cycle'] == 1:
@@ -403,11 +401,13 @@ class Crawl:
                              % self.out)
         return known[-1]
 
-    def _clear_next_layer(self, first):
+    def _new_cycle(self, first):
         """A new cycle starts at layer *first*: the last cycle's generate may have left
-        an empty in/ there (its stop)."""
+        an empty in/ there (its stop), and its robots.txt answers (robots/) go, since
+        each cycle reads robots.txt afresh, as a Nutch round does."""
         self.fs.rm(self.path('in', layer_name(first)))
         self.fs.rm(self.path('steps', 'generate-%s.json' % layer_name(first)))
+        self.fs.rm(self.path('robots'))
 
     def run_layer(self, layer, urls_in, hosts_in, more):
         """One layer, as Nutch's fetch, parse, updatedb and generate: CrawlerDriver,

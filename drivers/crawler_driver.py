@@ -79,19 +79,14 @@ class CrawlerDriver:
                          args + archive)
 
     def robots_read(self, layer):
-        """robots/ of the cycle's earlier layers: the robots.txt answers they read, for
-        this layer's fetch lists. Those of earlier cycles are removed: each cycle reads
-        robots.txt afresh, as a Nutch round does."""
+        """robots/ of the cycle's earlier layers (a new cycle starts without it:
+        Crawl._new_cycle): the robots.txt answers they read, for this layer's fetch
+        lists."""
         c = self.crawl
         if not c.fs.exists(c.path('robots')):
             return []
-        folders = []
-        for name in sorted(c.fs.listdir(c.path('robots'))):
-            if name.isdigit() and int(name) < c.first_layer:
-                c.fs.rm(c.path('robots', name))
-            elif name.isdigit() and int(name) < layer:
-                folders.append(c.path('robots', name))
-        return folders
+        return [c.path('robots', name) for name in sorted(c.fs.listdir(c.path('robots')))
+                if name.isdigit() and int(name) < layer]
 
     def meta_whole(self, L):
         """meta/L if the fetch of layer L wrote it whole (its _SUCCESS, written above once
