@@ -55,8 +55,8 @@ class MROptimize(CrawlJob):
             if rec.get('followed'):
                 fetch['followed'] = True      # fetched inside the fetch: see reducer_join
             # The page's OPIC cash (seeds start with 1.0) is spent now: see reducer_join.
-            fetch['spent_cash'] = rec.get('score', 1.0 if rec.get('depth', 0) == 0 else 0.0) \
-                if rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED) else 0.0
+            fetch['spent_cash'] = R.opic_cash(rec) if rec['status'] in (
+                R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED) else 0.0
             headers = rec.get('headers') or {}
             for key, header in (('etag', 'etag'), ('last_modified', 'last-modified')):
                 if headers.get(header):

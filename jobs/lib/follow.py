@@ -78,9 +78,8 @@ class Follower:
         depth = page.get('depth', 0) + page.get('link_depth_step', 1)
         if not links or depth > self.max_depth:
             return
-        # OPIC: the parent's cash (seeds start with 1.0) in equal shares, as MROptimize.
-        cash = page.get('score', 1.0 if page.get('depth', 0) == 0 else 0.0)
-        share = cash / len(links)
+        # OPIC: the parent's cash in equal shares, as MROptimize hands it on.
+        share = R.opic_cash(page) / len(links)
         hop = page.get('followed', 0) + 1
         for link in links:
             url = link['url']

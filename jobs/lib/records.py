@@ -198,6 +198,13 @@ DB_FILTERED = 'filtered'      #: refused by URL filters or security rules
 DB_REQUESTED = frozenset((DB_FETCHED, DB_REDIRECTED, DB_GONE, DB_FAILED))
 
 
+def opic_cash(page):
+    """The OPIC cash a fetched page spends and hands to its out-links in equal shares:
+    its ``score`` (seeds, at depth 0, start with 1.0). MROptimize spends it; in-fetch
+    following (jobs.lib.follow) hands the same shares on inside the fetch."""
+    return page.get('score', 1.0 if page.get('depth', 0) == 0 else 0.0)
+
+
 def db_status_for(fetch_status, http_status=None, redirected=False):
     """Map a fetch outcome to the crawl database status."""
     if fetch_status in (FETCH_FETCHED, FETCH_NOT_MODIFIED):
