@@ -2,7 +2,7 @@
 
 Protego matches groups by user-agent product token, applies the longest matching
 Allow/Disallow rule with ``*`` and ``$``, and exposes Crawl-delay and Sitemap lines.
-Lines with a key Protego does not read are dropped before it parses (:func:`parse`).
+Lines with a key Protego does not read are dropped before it parses (:class:`Rules`).
 """
 import threading
 import time
@@ -23,14 +23,23 @@ KNOWN_KEYS = frozenset({
     'request-rate', 'request rate', 'visit-time', 'visit time', 'host'})
 
 
-def _known_lines(text):
-    """*text* without the lines whose key (before a colon) is not in KNOWN_KEYS."""
-    kept = []
+_USER_AGENT_KEYS = ('user-agent', 'useragent', 'user agent')
+
+
+def _read(text):
+    """One pass over *text*: (it without the lines whose key, before a colon, is not in
+    KNOWN_KEYS; the names its user-agent lines give, lower-cased, each also without a
+    trailing ``*``)."""
+    kept, names = [], set()
     for line in text.splitlines():
-        key, colon, _ = line.split('#', 1)[0].partition(':')
-        if not colon or key.strip().lower() in KNOWN_KEYS:
+        key, colon, value = line.split('#', 1)[0].partition(':')
+        key = key.strip().lower()
+        if not colon or key in KNOWN_KEYS:
             kept.append(line)
-    return '\n'.join(kept)
+        if colon and key in _USER_AGENT_KEYS:
+            name = value.strip().lower()
+            names.update((name, name.rstrip('*').rstrip()))
+    return '\n'.join(kept), names
 
 
 def text_of(robots_txt):
@@ -47,40 +56,15 @@ def text_of(robots_txt):
     return robots_txt[1:] if robots_txt.startswith('\ufeff') else robots_txt
 
 
-def parse(robots_txt):
-    """A parsed robots.txt from str or bytes (:func:`text_of`)."""
-    return Protego.parse(_known_lines(text_of(robots_txt)))
-
-
 def product_token(user_agent):
     """``'mrcrawl/0.1 (+url)'`` -> ``'mrcrawl'``: what robots.txt groups name."""
     words = (user_agent or '').strip().split('/', 1)[0].split()
     return words[0] if words else '*'
 
 
-_USER_AGENT_KEYS = ('user-agent', 'useragent', 'user agent')
-
-
-def group_token(text, token):
-    """The name to ask Protego with: *token* when a group of *text* names exactly it
-    (case-insensitively, a trailing ``*`` aside), else ``*``. RFC 9309 2.2.1 matches the
-    whole product token; Protego also takes a group named by its start ("mr" for
-    mrcrawl), which google/robotstxt-spec-test counts wrong."""
-    want = token.lower()
-    for line in text.splitlines():
-        key, colon, value = line.split('#', 1)[0].partition(':')
-        if colon and key.strip().lower() in _USER_AGENT_KEYS:
-            name = value.strip().lower()
-            if want in (name, name.rstrip('*').rstrip()):
-                return token
-    return '*'
-
-
 def can_fetch(robots_txt, user_agent, url):
     """True when *robots_txt* (str or bytes) lets *user_agent* fetch *url*."""
-    text = text_of(robots_txt)
-    return _allowed(Protego.parse(_known_lines(text)), url,
-                    group_token(text, product_token(user_agent)))
+    return Rules(robots_txt, user_agent).allowed(url)
 
 
 def _allowed(parsed, url, token):
@@ -107,8 +91,15 @@ class Rules:
         self.reason = reason
         self.read_at = time.time()
         self.text = None if (allow_all or deny_all) else text_of(robots_txt)
-        self._parsed = None if self.text is None else Protego.parse(_known_lines(self.text))
-        self.token = group_token(self.text or '', product_token(user_agent))
+        self._parsed, names = None, ()
+        if self.text is not None:
+            kept, names = _read(self.text)
+            self._parsed = Protego.parse(kept)
+        # RFC 9309 2.2.1 matches a group by the whole product token; Protego also takes
+        # a group named by its start ("mr" for mrcrawl): ask it with the token only
+        # when a group names exactly that (a trailing * aside), else with "*".
+        token = product_token(user_agent)
+        self.token = token if token.lower() in names else '*'
 
     def record(self, origin):
         """The ``robots`` record that lets later layers reuse these rules (MRFetch
