@@ -369,9 +369,7 @@ class MRFetch(CrawlJob):
         follower = more = None
         if self.follow_hops:
             follower = follow.Follower(
-                pkey, lambda url: politeness.politeness_key(
-                    url, self.conf['politeness']['key'], self.resolver),
-                itertools.chain((r['url'] for r in items), known, held),
+                hf.same_key, itertools.chain((r['url'] for r in items), known, held),
                 self.options.max_depth, self.follow_hops)
             more = follower.items(self._may_follow, hf.requested)
         try:

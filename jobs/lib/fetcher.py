@@ -322,7 +322,7 @@ class HostFetcher:
             return R.FETCH_FILTERED, 'redirect_url_too_long'
         if target == doc['url'] or target in doc['redirects'][:-1]:
             return R.FETCH_NETWORK_ERROR, 'redirect_loop'
-        if politeness_key(target, self.key_mode, self.resolver) != self.key:
+        if not self.same_key(target):
             self._stat(C.REDIRECT_CROSS_KEY)
             return R.FETCH_REDIRECTED, 'cross_key'
         if target in self._in_urls or target in self._fetched:
@@ -439,6 +439,10 @@ class HostFetcher:
             yield from self._fetch_key(itertools.chain(items, more), layer)
         finally:
             self.http.close()
+
+    def same_key(self, url):
+        """Is *url* of this fetcher's politeness key (its delay and robots.txt)?"""
+        return politeness_key(url, self.key_mode, self.resolver) == self.key
 
     def requested(self, url):
         """Did this fetcher request *url* (a listed URL, a followed one or a hop)?"""

@@ -53,13 +53,13 @@ class Reply:
 class Follower:
     """One politeness key's queue of followed URLs.
 
-    *key_of(url)* is a URL's politeness key; *seen* the URLs that must not be followed
-    (the crawl database's and the list's); *max_depth* the crawl's depth; *max_hops*
-    fetch.follow_hops.
+    *same_key(url)*: is *url* of this key (HostFetcher.same_key); *seen* the URLs that
+    must not be followed (the crawl database's and the list's); *max_depth* the crawl's
+    depth; *max_hops* fetch.follow_hops.
     """
 
-    def __init__(self, key, key_of, seen, max_depth, max_hops):
-        self.key, self.key_of = key, key_of
+    def __init__(self, same_key, seen, max_depth, max_hops):
+        self.same_key = same_key
         self.seen = set(seen)
         self.max_depth, self.max_hops = max_depth, max_hops
         self.queue = collections.deque()
@@ -83,7 +83,7 @@ class Follower:
         hop = page.get('followed', 0) + 1
         for link in links:
             url = link['url']
-            if url in self.seen or self.key_of(url) != self.key:
+            if url in self.seen or not self.same_key(url):
                 continue
             self.seen.add(url)
             self.queue.append({'kind': 'url', 'url': url, 'depth': depth, 'score': share,
