@@ -362,7 +362,7 @@ class Crawl:
         if cycle['cycle'] > 1 and not cycle['layers']:
             result = self.merger.unchanged(cycle)
         else:
-            result = self.final_outputs(cycle)
+            result = self.final_outputs(cycles, cycle)
         cycle['finished'] = True
         cycles.save(cycle)
         return self.finish(cycles, **result)
@@ -388,7 +388,7 @@ class Crawl:
                                      else 1)
                 self.fs.write_text(state, json.dumps({'build': build}))
             self.parser.reparse(build)
-            result = self.final_outputs(cycle, build)
+            result = self.final_outputs(cycles, cycle, build)
             self.fs.rm(state)
             return self.finish(cycles, **result)
 
@@ -445,17 +445,23 @@ class Crawl:
             raise Stopped(name)
         return step
 
-    def final_outputs(self, cycle, build=None):
+    def final_outputs(self, cycles, cycle, build=None):
         """MergeDriver and HtmlToXmlDriver over every layer of every cycle, as *build*
-        (default: the cycle's number), and the delta since the last build."""
+        (default: the cycle's number), and the delta since the last build. report.html's
+        charts are drawn beside the merge join, once the index they read is written."""
+        from drivers.report_html import start_charts
         build = build or '%03d' % cycle['cycle']
-        merge, index, sources = self.merger.merge(cycle['cycle'], build)
+        charts = []
+        merge, index, sources = self.merger.merge(
+            cycle['cycle'], build, after_index=lambda: charts.append(
+                start_charts(self.out, self.conf, layer_rows(cycles.all()))))
         xml = self.html_to_xml.xml()
         records = self.merger.delta(build, sources)
         if records:
             self.html_to_xml.delta(build, records)
         self.merger.delta_done()
-        return {'merge': merge, 'xml': xml, 'index': index}
+        return {'merge': merge, 'xml': xml, 'index': index,
+                'charts': charts[0] if charts else None}
 
     # -- settings the drivers share ----------------------------------------------------
 
@@ -473,16 +479,18 @@ class Crawl:
             return [option, path, '--webhdfs-url', url, '--hdfs-user', user]
         return [option, os.path.abspath(self.fs.local_path(path))]
 
-    def finish(self, cycles, merge=None, xml=None, stopped=False, index=None):
-        """report.json (every cycle's layers) and report.html; OUT/tmp goes."""
+    def finish(self, cycles, merge=None, xml=None, stopped=False, index=None, charts=None):
+        """report.json (every cycle's layers) and report.html (*charts*: a ChartsChild
+        drawing its charts); OUT/tmp goes."""
         done = cycles.all()
         build = self.merger.built() if merge is not None else None
         report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build)
         self.progress(self.report.format_summary(report))
         try:
             from drivers.report_html import write_report_html
+            pngs = charts.result() if charts is not None else None
             self.progress('html report: %s' % write_report_html(self.out, self.fs, report,
-                                                                 self.conf))
+                                                                 self.conf, pngs))
         except Exception as e:   # the crawl itself is done and saved; say why, go on
             log.warning('html report not written: %s: %s', type(e).__name__, e)
         self.fs.rm(self.path('tmp'))

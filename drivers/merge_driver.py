@@ -70,10 +70,11 @@ class MergeDriver:
             c.fs.rm(c.path(name))
         c.fs.write_text(c.path('outputs.json'), json.dumps({'build': build}))
 
-    def merge(self, cycle, build):
+    def merge(self, cycle, build, after_index=None):
         """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
         the index step, what the merge read of the pages: the summaries MRDelta reads
-        each URL's current fetch from)."""
+        each URL's current fetch from). *after_index* is called once index/ and hosts/
+        are written, before the join."""
         from drivers.index import build_index
         c = self.crawl
         self.start_build(build)
@@ -82,6 +83,8 @@ class MergeDriver:
         c.progress('merge: %d layer(s)' % len(sources))
         group, summaries = self.merge_group(cycle, self.meta_sources(layers), sources)
         index = build_index(c, summaries)
+        if after_index is not None:
+            after_index()
         return self.merge_join(sources, group, build), index, summaries
 
     def meta_sources(self, layers):

@@ -395,19 +395,77 @@ def render(data, pngs):
             '</body></html>\n' % (e(data['out']), CSS, '\n'.join(body)))
 
 
-def build(out, fs, report=None, conf=None):
-    """(HTML text, {chart name: PNG bytes}) for the crawl in *out* (see collect)."""
+def build(out, fs, report=None, conf=None, pngs=None):
+    """(HTML text, {chart name: PNG bytes}) for the crawl in *out* (see collect);
+    *pngs*: the charts when already drawn (ChartsChild)."""
     data = collect(out, fs, report, conf)
-    pngs = charts(data)
+    if pngs is None:
+        pngs = charts(data)
     return render(data, pngs), pngs
 
 
-def write_report_html(out_dir, fs, report=None, conf=None):
+def write_report_html(out_dir, fs, report=None, conf=None, pngs=None):
     """Write OUT/report.html; returns its path."""
-    text, _ = build(out_dir, fs, report, conf)
+    text, _ = build(out_dir, fs, report, conf, pngs)
     path = fs.join(out_dir, 'report.html')
     fs.write_text(path, text)
     return path
+
+
+class ChartsChild:
+    """report.html's charts, drawn by a forked child of the driver while the driver goes
+    on with the merge join: drawing them is most of the page's time, and what they show
+    (the layer rows, index/ and hosts/) is final once the index is written. The child
+    is forked, not started afresh, so it has the plotting library the driver preloaded;
+    it reads index/ and hosts/ through a filesystem client of its own. Where fork is
+    missing or the child fails, :meth:`result` says None and the caller draws them."""
+
+    def __init__(self, out, conf, layers):
+        import multiprocessing
+        ctx = multiprocessing.get_context('fork')
+        self._conn, child_end = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=_draw_charts, args=(child_end, out, conf, layers),
+                                 name='mrcrawl-report-charts', daemon=True)
+        self._proc.start()
+        child_end.close()
+
+    def result(self, timeout=300):
+        """{chart name: PNG bytes}, or None when the child drew nothing."""
+        try:
+            if self._conn.poll(timeout):
+                kind, value = self._conn.recv()
+                if kind == 'pngs':
+                    return value
+                log.warning('report charts: %s; drawing them again', value)
+        except (EOFError, OSError) as e:
+            log.warning('report charts: the child ended early (%s); drawing them again', e)
+        finally:
+            self._conn.close()
+            self._proc.join(5)
+            if self._proc.is_alive():
+                self._proc.kill()
+                self._proc.join()
+        return None
+
+
+def _draw_charts(conn, out, conf, layers):
+    """ChartsChild's child: the charts of collect(), sent back through *conn*."""
+    try:
+        data = collect(out, fslib.for_path(out), {'layers': layers}, conf)
+        conn.send(('pngs', charts(data)))
+    except Exception as e:
+        conn.send(('error', '%s: %s' % (type(e).__name__, e)))
+    finally:
+        conn.close()
+
+
+def start_charts(out, conf, layers):
+    """A ChartsChild drawing report.html's charts, or None where fork is not available."""
+    try:
+        return ChartsChild(out, conf, layers)
+    except (ValueError, OSError) as e:   # no fork start method; no process to spare
+        log.warning('report charts: not drawn beside the merge: %s', e)
+        return None
 
 
 def main_report(argv):

@@ -1,4 +1,5 @@
 """The Parquet index (OUT/index, OUT/hosts) and the HTML report (OUT/report.html)."""
+import base64
 import collections
 import json
 import os
@@ -10,10 +11,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from drivers import fs as fslib
+from drivers import fs as fslib, report_html
 from drivers.fixture_site import FixtureSite
 from drivers.index import INDEX_SCHEMA, rows_to_parquet
-from drivers.report_html import collect, main_report
+from drivers.report_html import collect, main_report, start_charts
+from drivers.report_charts import charts
 from jobs.index_rows import MRIndexRows
 from jobs.lib import records as R
 from tests.conftest import crawl_site, read_records, test_conf
@@ -174,6 +176,26 @@ def test_report_html_is_written_with_charts_and_bounds(crawled):
     assert data['rows'][1]['fetch_seconds'] >= data['rows'][1]['bound_seconds'] * 0.95
     assert {k for k, _ in data['errors']} == {(R.FETCH_HTTP_ERROR, 'http_404')}
     assert [v['examples'] for _, v in data['robots']] == [[base + '/private/secret.html']]
+
+
+def test_charts_drawn_beside_the_merge_are_those_drawn_in_the_driver(crawled, monkeypatch):
+    _, out = crawled
+    with open(os.path.join(out, 'report.json')) as f:
+        report = json.load(f)
+    with open(os.path.join(out, 'conf.json')) as f:
+        conf = json.load(f)
+    drawn = charts(collect(out, fslib.LocalFS(), report, conf))
+    assert set(drawn) >= {'status', 'volume', 'time', 'hosts', 'errors'}
+    assert start_charts(out, conf, report['layers']).result() == drawn
+    # The crawl's own page embeds them (it drew them in its forked child).
+    page = open(os.path.join(out, 'report.html'), encoding='utf-8').read()
+    for name in ('status', 'volume', 'time', 'hosts', 'errors'):
+        assert base64.b64encode(drawn[name]).decode() in page
+    # A child that fails says so and returns nothing: the driver draws them itself.
+    warned = []
+    monkeypatch.setattr(report_html.log, 'warning', lambda msg, *a: warned.append(msg % a))
+    assert start_charts(out, conf, 'not layer rows').result() is None
+    assert warned and warned[0].startswith('report charts: AttributeError')
 
 
 def test_report_survives_missing_files_and_an_empty_layer(crawled, tmp_path, capsys):
