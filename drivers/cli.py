@@ -258,16 +258,19 @@ def main(argv=None):
 
 
 def run():
-    """The ``mrcrawl`` command: :func:`main`, then an exit that skips the interpreter's
-    teardown. By then every output is written and closed; the teardown would only free
-    what the crawl loaded (the language model, lxml, pyarrow, matplotlib), a few tenths
-    of a second at the end of every run (bench/README.md, the polite point). The exit
-    handlers (logging's flush among them) still run."""
+    """The ``mrcrawl`` command: :func:`main`; after a success, an exit that skips the
+    interpreter's teardown. By then every output is written and closed; the teardown
+    would only free what the crawl loaded (the language model, lxml, pyarrow,
+    matplotlib), a few tenths of a second at the end of every run. The exit handlers
+    (logging's flush among them) still run. A failed or interrupted run exits the
+    usual way: its threads and mrjob's clean-up may still be unwinding."""
     status = main()
+    if status:
+        sys.exit(status)
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(status or 0)
+    os._exit(0)
 
 
 COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out), 'demo': run_demo,
