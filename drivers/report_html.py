@@ -9,8 +9,8 @@ What it shows, and where each figure comes from:
   merge folded into another page: index/ ``duplicate_of``); **fetch time against its
   politeness lower bound** = (largest per-host URL count of the layer - 1) x
   politeness.delay, since one host's URLs are fetched one at a time, that far apart
-  (its first request may start the step: the driver waits out the delay between
-  layers, and robots.txt is read once a cycle).
+  (its first request may start the step: its last one of the layer before may be a
+  delay past by then, and robots.txt is read once a cycle).
   The per-host counts are a MapReduce count (MRIndexRows' ``host_layer`` totals, in
   hosts/); this page streams them keeping one maximum per layer, so memory does not grow
   with the number of hosts. Without hosts/ (a crawl stopped before its index), the
@@ -37,7 +37,7 @@ import time
 
 from drivers import fs as fslib
 from drivers.report import Report
-from drivers.report_charts import TOP_HOSTS, charts, short
+from drivers.report_charts import TOP_HOSTS, ChartsChild, charts, short
 from jobs.lib import counters as C, records as R
 
 log = logging.getLogger('mrcrawl')
@@ -412,57 +412,12 @@ def write_report_html(out_dir, fs, report=None, conf=None, pngs=None):
     return path
 
 
-class ChartsChild:
-    """report.html's charts, drawn by a forked child of the driver while the driver goes
-    on with the merge join: drawing them is most of the page's time, and what they show
-    (the layer rows, index/ and hosts/) is final once the index is written. The child
-    is forked, not started afresh, so it has the plotting library the driver preloaded;
-    it reads index/ and hosts/ through a filesystem client of its own. Where fork is
-    missing or the child fails, :meth:`result` says None and the caller draws them."""
-
-    def __init__(self, out, conf, layers):
-        import multiprocessing
-        ctx = multiprocessing.get_context('fork')
-        self._conn, child_end = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_draw_charts, args=(child_end, out, conf, layers),
-                                 name='mrcrawl-report-charts', daemon=True)
-        self._proc.start()
-        child_end.close()
-
-    def result(self, timeout=300):
-        """{chart name: PNG bytes}, or None when the child drew nothing."""
-        try:
-            if self._conn.poll(timeout):
-                kind, value = self._conn.recv()
-                if kind == 'pngs':
-                    return value
-                log.warning('report charts: %s; drawing them again', value)
-        except (EOFError, OSError) as e:
-            log.warning('report charts: the child ended early (%s); drawing them again', e)
-        finally:
-            self._conn.close()
-            self._proc.join(5)
-            if self._proc.is_alive():
-                self._proc.kill()
-                self._proc.join()
-        return None
-
-
-def _draw_charts(conn, out, conf, layers):
-    """ChartsChild's child: the charts of collect(), sent back through *conn*."""
-    try:
-        data = collect(out, fslib.for_path(out), {'layers': layers}, conf)
-        conn.send(('pngs', charts(data)))
-    except Exception as e:
-        conn.send(('error', '%s: %s' % (type(e).__name__, e)))
-    finally:
-        conn.close()
-
-
 def start_charts(out, conf, layers):
-    """A ChartsChild drawing report.html's charts, or None where fork is not available."""
+    """A ChartsChild drawing report.html's charts of the crawl in *out* (its *layers*:
+    the report's rows), or None where fork is not available."""
     try:
-        return ChartsChild(out, conf, layers)
+        return ChartsChild(lambda: collect(out, fslib.for_path(out), {'layers': layers},
+                                           conf))
     except (ValueError, OSError) as e:   # no fork start method; no process to spare
         log.warning('report charts: not drawn beside the merge: %s', e)
         return None

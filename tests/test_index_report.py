@@ -11,7 +11,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from drivers import fs as fslib, report_html
+from drivers import fs as fslib, report_charts
 from drivers.fixture_site import FixtureSite
 from drivers.index import INDEX_SCHEMA, rows_to_parquet
 from drivers.report_html import collect, main_report, start_charts
@@ -193,7 +193,7 @@ def test_charts_drawn_beside_the_merge_are_those_drawn_in_the_driver(crawled, mo
         assert base64.b64encode(drawn[name]).decode() in page
     # A child that fails says so and returns nothing: the driver draws them itself.
     warned = []
-    monkeypatch.setattr(report_html.log, 'warning', lambda msg, *a: warned.append(msg % a))
+    monkeypatch.setattr(report_charts.log, 'warning', lambda msg, *a: warned.append(msg % a))
     assert start_charts(out, conf, 'not layer rows').result() is None
     assert warned and warned[0].startswith('report charts: AttributeError')
 
