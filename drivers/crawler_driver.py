@@ -14,11 +14,11 @@
 It also decides where the fetch runs: in the driver's process for a small layer of a
 local crawl, as one fetch list for a small layer on YARN, else as fetch.reducers lists
 (on YARN, the lists of a small layer are made in the driver: drivers/hadoop.py run_cut).
-Politeness between layers is kept here: a layer's fetch starts a delay after the last
-one ended.
+Politeness between layers is kept by the fetch tasks themselves: robots/L holds when each
+politeness key's last request of layer L ended (``pace`` records), and a later layer's
+lists join it, so a key's first request waits out the delay from there. The next layer
+starts as soon as it is generated; only the keys that were just asked wait.
 """
-import time
-
 from drivers import hadoop
 from drivers.cycles import layer_name
 
@@ -31,7 +31,6 @@ class CrawlerDriver:
     def __init__(self, crawl):
         self.crawl = crawl
         self.conf = crawl.conf
-        self._next_fetch_at = 0.0     # monotonic time the next layer's fetch may start
 
     def fetch(self, layer, urls_in, hosts_in, steps):
         """Plan (if needed), fetch and, without fetch.parse, archive layer *layer*; each
@@ -51,7 +50,6 @@ class CrawlerDriver:
         runner, fetch_args = self.where(urls_in, hosts_in, L)
         if self.conf['fetch']['follow_hops']:
             fetch_args = fetch_args + ['--max-depth', str(c.depth)]
-        self.wait_between_fetches()
         if c.warc_enabled:
             self.clear_warc_files(fetched, 'mrcrawl-L' + L)
         meta = c.path('meta', L)
@@ -62,14 +60,14 @@ class CrawlerDriver:
         # redirect to one of them is not followed (MRFetch, known_target).
         db = c.path('crawldb', layer_name(layer - 1)) if layer else None
         inputs = [c.path('in', L)] + ([db] if db and c.fs.exists(db) else [])
-        if self.conf['politeness']['robots_cache_hours'] > 0:
-            inputs += self.robots_read(layer)
-            if not c.fs.exists(fetched):
-                c.fs.rm(c.path('robots', L))     # an interrupted run's files
-            fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path('robots', L))
+        # Earlier layers' robots.txt answers (reused while politeness.robots_cache_hours
+        # allows) and pace records (always).
+        inputs += self.robots_read(layer)
+        if not c.fs.exists(fetched):
+            c.fs.rm(c.path('robots', L))     # an interrupted run's files
+        fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path('robots', L))
         c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
                      args + fetch_args + (archive if fused else []), runner)
-        self.fetch_ended()
         if fused and c.fs.exists(meta) and not self.meta_whole(L):
             # Every fetch task committed its file: meta/L is whole.
             c.fs.write_text(c.fs.join(meta, '_SUCCESS'), '')
@@ -80,8 +78,8 @@ class CrawlerDriver:
 
     def robots_read(self, layer):
         """robots/ of the cycle's earlier layers (a new cycle starts without it:
-        Crawl._new_cycle): the robots.txt answers they read, for this layer's fetch
-        lists."""
+        Crawl._new_cycle): the robots.txt answers they read and when they last asked
+        each key, for this layer's fetch lists."""
         c = self.crawl
         if not c.fs.exists(c.path('robots')):
             return []
@@ -105,20 +103,6 @@ class CrawlerDriver:
                 self.conf, urls_in, hosts_in, self.FETCH_CPU_PER_PAGE):
             return None, ['--bins', '1']        # one fetch container
         return None, plan
-
-    def fetch_ended(self):
-        """Note when a fetch step ended: each host's last request of the layer ended
-        before that, and the next layer's first request to it (its robots.txt) must come
-        politeness.delay later. (A host whose Crawl-delay is longer then waits it out
-        again between its robots.txt and its first page, so pages stay that far apart.)"""
-        self._next_fetch_at = time.monotonic() + self.conf['politeness']['delay']
-
-    def wait_between_fetches(self):
-        """Sleep until the previous layer's fetch is a delay past (see fetch_ended):
-        with small jobs inline, optimize and generate can take less than the delay."""
-        wait = self._next_fetch_at - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
 
     def fetch_inline(self, urls, hosts, L):
         """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the

@@ -35,7 +35,10 @@ is map-only:
    ``robots`` records (robots/*: the robots.txt answers earlier layers of the cycle
    read, jobs.lib.robots.Rules.record) join the same way, so a host's robots.txt is
    read once per ``politeness.robots_cache_hours``, not once per layer; each fetch
-   task writes the answers it read itself to --robots-dir.
+   task writes the answers it read itself to --robots-dir. So do ``pace`` records,
+   when each key's last request of the layer ended: a key's first request in a later
+   layer comes ``politeness.delay`` after it, however soon that layer starts (the
+   clocks of a cluster's machines agree to well within a delay, NTP).
 2. **fetch** (map only). Each map task reads one list whole (jobs.base.WHOLE_FILES),
    regroups it by politeness key and fetches ``fetch.threads`` keys at once, one
    connection per key with ``politeness.delay`` between its requests.
@@ -78,7 +81,7 @@ from jobs.lib import counters as C, fetcher, follow, plan, politeness, records a
 from jobs.lib.netpolicy import Resolver
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
-_DB_LINES = ('known', 'held', 'robots')   # a fetch list's lines that are no URL to fetch
+_DB_LINES = ('known', 'held', 'robots', 'pace')   # a fetch list's lines that are no URL to fetch
 
 
 def _by_priority(rec):
@@ -130,8 +133,9 @@ class MRFetch(CrawlJob):
                               'URI), one file per fetch task. Default: off.')
         self.add_passthru_arg('--robots-dir', default=None,
                               help='Write the robots.txt answers this fetch read (robots '
-                              'records) into this folder, one file per fetch task, for '
-                              'the later layers\' fetch lists. Default: off.')
+                              'records) and when each politeness key\'s last request '
+                              'ended (pace records) into this folder, one file per fetch '
+                              'task, for the later layers\' fetch lists. Default: off.')
         self.add_webhdfs_args('--warc-dir, --meta-dir and --robots-dir')
         self.add_passthru_arg('--max-depth', type=int, default=0,
                               help='The crawl\'s depth: in-fetch following '
@@ -178,7 +182,10 @@ class MRFetch(CrawlJob):
         URL requested before -> ('LABEL KEY', [politeness key, known record]), of any
         other URL, with following on -> (..., held record). LABEL is the bin (the
         partition), KEY groups the reducer's calls by politeness key."""
-        for rec in self.records(line, 'url', 'db', 'robots'):
+        for rec in self.records(line, 'url', 'db', 'robots', 'pace'):
+            if rec['kind'] == 'pace':
+                yield self._list_key(rec['key']), [rec['key'], rec]
+                continue
             if rec['kind'] == 'robots':
                 if rec['fetched_at'] >= self.robots_since:
                     key = politeness.politeness_key(rec['url'],
@@ -242,6 +249,7 @@ class MRFetch(CrawlJob):
         self.last_status = time.monotonic()
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
+        self.paces = {}          # politeness key -> when its last request ended (epoch)
         self.stats = {}
         self.parser = None
         self.taken = []
@@ -277,9 +285,11 @@ class MRFetch(CrawlJob):
         self.taken.append(value)
 
     def _fetch_bin(self, values):
-        by_key, known, held, rules = {}, {}, {}, {}
+        by_key, known, held, rules, paces = {}, {}, {}, {}, {}
         for pkey, rec in values:
-            if rec.get('kind') == 'robots':
+            if rec.get('kind') == 'pace':
+                paces[pkey] = max(paces.get(pkey, 0.0), rec['ended_at'])
+            elif rec.get('kind') == 'robots':
                 old = rules.get(rec['origin'])
                 if old is None or rec['fetched_at'] > old['fetched_at']:
                     rules[rec['origin']] = rec
@@ -309,7 +319,7 @@ class MRFetch(CrawlJob):
             self._listed(len(items))
             self.keys_waiting -= 1
             self.pool.submit(self._run_host, pkey, items, known.pop(pkey, frozenset()),
-                             held.pop(pkey, ()))
+                             held.pop(pkey, ()), paces.get(pkey))
             yield from self._drain(block=False)
 
     def mapper_final_fetch(self):
@@ -330,6 +340,9 @@ class MRFetch(CrawlJob):
                 rec = rules.record(origin)
                 if rec is not None:
                     self.robots_sink.add(rec)
+            for key, (url, ended_at) in sorted(self.paces.items()):
+                self.robots_sink.add({'kind': 'pace', 'url': url, 'key': key,
+                                      'ended_at': ended_at})
             self.robots_sink.commit()
         self.count(C.ROBOTS_REUSED, len(self.robots_cache.reused))
         self.count(C.ROBOTS_FETCHED, self.robots_fetches)
@@ -359,10 +372,11 @@ class MRFetch(CrawlJob):
             except queue.Full:
                 continue
 
-    def _run_host(self, pkey, items, known, held):
+    def _run_host(self, pkey, items, known, held, ended_at):
         """Worker thread: fetch one key (*known*: its URLs the crawl requested before;
-        *held*: the others it has, with following on); every input record yields one
-        output record, and so does every URL it follows."""
+        *held*: the others it has, with following on; *ended_at*: when its last request
+        in an earlier layer ended, epoch seconds, or None); every input record yields
+        one output record, and so does every URL it follows."""
         n_done = 0
         hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
                                  budget_deadline=self.budget_deadline)
@@ -373,6 +387,9 @@ class MRFetch(CrawlJob):
                 self.options.max_depth, self.follow_hops)
             more = follower.items(self._may_follow, hf.requested)
         try:
+            if ended_at is not None:
+                # Another machine's clock a little ahead counts as 'just now'.
+                hf.slot.resume(max(0.0, time.time() - ended_at))
             for doc in hf.fetch(items, self.options.layer, pkey, known, more or ()):
                 if self.cancelled.is_set():
                     return
@@ -398,7 +415,10 @@ class MRFetch(CrawlJob):
             if follower is not None:
                 hf.stats[C.FOLLOW_QUEUED] = follower.queued
                 hf.stats[C.FOLLOW_LEFT] = hf.stats.get(C.FOLLOW_LEFT, 0) + follower.left
+            ago = hf.slot.ended_ago()
             with self.stats_lock:
+                if ago is not None:
+                    self.paces[pkey] = (items[0]['url'], time.time() - ago)
                 self.robots_fetches += hf.robots_fetches
                 self.robots_failures += hf.robots_failures
                 for name, n in hf.stats.items():

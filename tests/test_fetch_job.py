@@ -396,5 +396,36 @@ def test_robots_answers_of_earlier_layers_are_reused_not_asked_again(tmp_path):
     assert counters['fetch']['robots_txt_reused_total'] == 1
     assert counters['fetch']['robots_txt_fetched_total'] == 1
     written = [json.loads(line) for f in robots_dir.iterdir() for line in f.open()]
+    written = [r for r in written if r['kind'] == 'robots']
     assert [(r['origin'], r['allow_all']) for r in written] == [(stale.url('/')[:-1], False)]
     assert 'Disallow: /private/' in written[0]['text']
+
+
+def test_a_keys_first_request_keeps_the_delay_from_its_last_in_an_earlier_layer(tmp_path):
+    """pace records (--robots-dir): when each key's last request of the layer ended.
+    A later layer's lists join them, so however soon it starts, a key asked just now
+    waits out the delay; one asked long ago starts at once."""
+    with FixtureSite('127.0.0.2') as now, FixtureSite('127.0.0.3') as long_ago:
+        sites = (now, long_ago)
+        first = tmp_path / 'robots-000'
+        before = time.time()
+        run(MRFetch, tmp_path, [{'kind': 'url', 'url': s.url('/'), 'depth': 0}
+                                for s in sites], args=['--robots-dir', str(first)])
+        written = [json.loads(line) for f in first.iterdir() for line in f.open()]
+        paces = {r['url']: r for r in written if r['kind'] == 'pace'}
+        assert set(paces) == {s.url('/') for s in sites}
+        assert all(before < r['ended_at'] <= time.time() for r in paces.values())
+        # The next layer, with a delay longer than this job takes to start.
+        delay = 4.0
+        paces[now.url('/')]['ended_at'] = asked = time.time()
+        asked_t = time.monotonic()        # the servers' clock
+        paces[long_ago.url('/')]['ended_at'] = asked - 60
+        carried = [r for r in written if r['kind'] == 'robots'] + list(paces.values())
+        seen = {s.host: len(s.requests) for s in sites}
+        run(MRFetch, tmp_path, [{'kind': 'url', 'url': s.url('/a.html'), 'depth': 1}
+                                for s in sites] + carried,
+            'politeness.delay=%s' % delay, args=['--robots-dir', str(tmp_path / 'r1')])
+        for s in sites:
+            assert [r['path'] for r in s.requests[seen[s.host]:]] == ['/a.html']
+        assert now.requests[-1]['t'] >= asked_t + delay * 0.95
+        assert long_ago.requests[-1]['t'] < asked_t + delay / 2

@@ -65,7 +65,7 @@ class Slot:
         self.sleep = sleep
         self.budget_deadline = budget_deadline
         self._next_request = 0.0
-        self._last_end = 0.0
+        self._last_end = None       # clock() when the key's last request ended
 
     def wait_turn(self):
         """Sleep until this key may be asked again; OutOfBudget if that is too late."""
@@ -81,11 +81,23 @@ class Slot:
         self._last_end = self.clock()
         self._next_request = self._last_end + max(self.delay, pause)
 
+    def resume(self, ended_ago):
+        """The key's last request, in an earlier layer's fetch, ended *ended_ago* seconds
+        ago: this fetch's first request keeps the delay from it (and a Crawl-delay the
+        key's robots.txt sets, through :meth:`raise_delay`)."""
+        self._last_end = self.clock() - ended_ago
+        self._next_request = max(self._next_request, self._last_end + self.delay)
+
+    def ended_ago(self):
+        """Seconds since the key's last request ended (None: it made none)."""
+        return None if self._last_end is None else self.clock() - self._last_end
+
     def raise_delay(self, delay):
         """A robots.txt Crawl-delay longer than the delay: it applies from the request
         that fetched robots.txt on, which ended under the old delay."""
         self.delay = delay
-        self._next_request = max(self._next_request, self._last_end + delay)
+        if self._last_end is not None:
+            self._next_request = max(self._next_request, self._last_end + delay)
 
     def deadline(self):
         """When a request starting now must end: its own limit or the budget's end."""

@@ -96,6 +96,11 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     a 4xx), reason (str|null), text (str|null: the robots.txt as parsed, at most
     500 KiB). Later layers of the cycle reuse it for politeness.robots_cache_hours.
 
+``pace`` (robots/NNN, beside the robots records): one per politeness key the layer's
+    fetch asked: url (one of the key's URLs in the layer: the first of its list), key,
+    ended_at (float: epoch seconds, when its last request ended).
+    A later layer's first request to the key waits politeness.delay from then.
+
 ``deletion`` (delta/CCC/records, MRMergeJoin or MRDelta): url, reason (gone, noindex, redirected,
     robots_denied, filtered, duplicate, removed), duplicate_of (str|null: the page it
     folds into now), http_status, fetch_time: a page of the last cycle that is no page
