@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 
-from drivers import fs as fslib, hadoop
+from drivers import beside, fs as fslib, hadoop
 from drivers.crawler_driver import CrawlerDriver
 from drivers.cycles import Cycles, FolderError, LockHeld, layer_name, layer_rows
 from drivers.html_to_xml_driver import HtmlToXmlDriver
@@ -449,19 +449,16 @@ class Crawl:
         """MergeDriver and HtmlToXmlDriver over every layer of every cycle, as *build*
         (default: the cycle's number), and the delta since the last build. report.html's
         charts are drawn beside the merge join, once the index they read is written."""
-        from drivers.report_html import start_charts
+        from drivers.report_html import chart_drawer
         build = build or '%03d' % cycle['cycle']
-        charts = []
-        merge, index, sources = self.merger.merge(
-            cycle['cycle'], build, after_index=lambda: charts.append(
-                start_charts(self.out, self.conf, layer_rows(cycles.all()))))
+        merge, index, sources, charts = self.merger.merge(
+            cycle['cycle'], build, chart_drawer(self.out, self.conf, layer_rows(cycles.all())))
         xml = self.html_to_xml.xml()
         records = self.merger.delta(build, sources)
         if records:
             self.html_to_xml.delta(build, records)
         self.merger.delta_done()
-        return {'merge': merge, 'xml': xml, 'index': index,
-                'charts': charts[0] if charts else None}
+        return {'merge': merge, 'xml': xml, 'index': index, 'charts': charts}
 
     # -- settings the drivers share ----------------------------------------------------
 
@@ -480,15 +477,20 @@ class Crawl:
         return [option, os.path.abspath(self.fs.local_path(path))]
 
     def finish(self, cycles, merge=None, xml=None, stopped=False, index=None, charts=None):
-        """report.json (every cycle's layers) and report.html (*charts*: a ChartsChild
-        drawing its charts); OUT/tmp goes."""
+        """report.json (every cycle's layers) and report.html (*charts*: its charts as
+        drawn beside the merge, drivers/beside.py); OUT/tmp goes."""
         done = cycles.all()
         build = self.merger.built() if merge is not None else None
         report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build)
         self.progress(self.report.format_summary(report))
         try:
             from drivers.report_html import write_report_html
-            pngs = charts.result() if charts is not None else None
+            pngs = None
+            if charts is not None:
+                try:
+                    pngs = charts.result(timeout=300)
+                except beside.Failed as e:
+                    log.warning('report charts: %s; drawing them here', e)
             self.progress('html report: %s' % write_report_html(self.out, self.fs, report,
                                                                  self.conf, pngs))
         except Exception as e:   # the crawl itself is done and saved; say why, go on

@@ -226,6 +226,18 @@ def rows_to_parquet(fs, rows_dir, index_dir, hosts_dir, max_buffered=MAX_BUFFERE
     return counts
 
 
+def index_inputs(crawl, outs):
+    """MRIndexRows' inputs: *outs*, the folds (merge_map/, else merged/) and every
+    layer's warc_index/ (from a crawl's second cycle on, *outs* is current/: MRCurrent)."""
+    fs = crawl.fs
+    warc = [crawl.path('warc_index', n) for n in fs.listdir(crawl.path('warc_index'))
+            if n.isdigit()]
+    folds = crawl.path('merge_map')
+    if not fs.exists(folds):
+        folds = crawl.path('merged')
+    return list(outs) + [folds] + warc
+
+
 def build_index(crawl, outs):
     """Run MRIndexRows over *outs* + merge_map/ (merged/ when a crawl's merge left no
     merge_map/: the folds are the same, merged/ is the page text besides), write OUT/index
@@ -237,13 +249,7 @@ def build_index(crawl, outs):
     if fs.exists(final):
         return crawl.report.load_step('index')
     rows_dir = crawl.path('index_rows')
-    # Every layer's: from a crawl's second cycle on, *outs* is current/ (MRCurrent).
-    warc = [crawl.path('warc_index', n) for n in fs.listdir(crawl.path('warc_index'))
-            if n.isdigit()]
-    folds = crawl.path('merge_map')
-    if not fs.exists(folds):
-        folds = crawl.path('merged')
-    rows_step = crawl.run_step('indexrows', MRIndexRows, list(outs) + [folds] + warc, rows_dir)
+    rows_step = crawl.run_step('indexrows', MRIndexRows, index_inputs(crawl, outs), rows_dir)
     start = time.monotonic()
     tmp_index, tmp_hosts = crawl.path('tmp', 'index'), crawl.path('tmp', 'hosts')
     fs.rm(tmp_index)

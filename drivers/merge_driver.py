@@ -25,8 +25,12 @@ The final outputs of the whole crawl are rebuilt as one *build* ('001' after cyc
 describe, so a run that finds them behind rebuilds them.
 """
 import json
+import logging
 
+from drivers import beside
 from jobs.lib import counters as C
+
+log = logging.getLogger('mrcrawl')
 
 #: Final outputs, rebuilt for the whole crawl after each cycle or reparse.
 FINAL_OUTPUTS = ('current', 'merge_map', 'merged', 'xml', 'signatures', 'index', 'hosts')
@@ -70,11 +74,13 @@ class MergeDriver:
             c.fs.rm(c.path(name))
         c.fs.write_text(c.path('outputs.json'), json.dumps({'build': build}))
 
-    def merge(self, cycle, build, after_index=None):
+    def merge(self, cycle, build, draw=None):
         """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
         the index step, what the merge read of the pages: the summaries MRDelta reads
-        each URL's current fetch from). *after_index* is called once index/ and hosts/
-        are written, before the join."""
+        each URL's current fetch from, and *draw*'s value to come: a drivers.beside
+        Beside or Done, or None). *draw*, report.html's charts, runs once index/ and
+        hosts/ are written, in a child beside the join. So does the index, when it runs
+        in the driver's process (:meth:`index_beside`)."""
         from drivers.index import build_index
         c = self.crawl
         self.start_build(build)
@@ -82,10 +88,33 @@ class MergeDriver:
         sources = [c.path('out', name) for name in layers]
         c.progress('merge: %d layer(s)' % len(sources))
         group, summaries = self.merge_group(cycle, self.meta_sources(layers), sources)
-        index = build_index(c, summaries)
-        if after_index is not None:
-            after_index()
-        return self.merge_join(sources, group, build), index, summaries
+        side = None
+        if self.index_beside(summaries):
+            side = beside.start(lambda: (build_index(c, summaries), draw and draw()),
+                                'mrcrawl-index')
+        if side is None:
+            index = build_index(c, summaries)
+            drawn = draw and beside.start(draw, 'mrcrawl-report-charts')
+        join = self.merge_join(sources, group, build)
+        if side is not None:
+            try:
+                index, pngs = side.result()
+                drawn = beside.Done(pngs)
+            except beside.Failed as e:
+                log.warning('index beside the merge join: %s; building it here', e)
+                index = build_index(c, summaries)
+                drawn = draw and beside.start(draw, 'mrcrawl-report-charts')
+        return join, index, summaries, drawn
+
+    def index_beside(self, summaries):
+        """Build the index in a child beside the join? When its job would run in the
+        driver's process (inline, on the local runner): then the join and it each have a
+        core. A job of the local runner's own tasks, or one on Hadoop, keeps its turn."""
+        from drivers.index import index_inputs
+        from jobs.index_rows import MRIndexRows
+        c = self.crawl
+        return c.runner in ('local', 'inline') and not c.fs.exists(c.path('index')) and \
+            c.runner_for(MRIndexRows, index_inputs(c, summaries)) == 'inline'
 
     def meta_sources(self, layers):
         """meta/L for every one of *layers*, when the fetch wrote each whole

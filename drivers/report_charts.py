@@ -1,11 +1,8 @@
 """report.html's charts: matplotlib (Agg) PNGs from the data drivers/report_html.py
 collects, one function per chart. No pyplot, so no global state."""
 import io
-import logging
 
 from jobs.lib import records as R
-
-log = logging.getLogger('mrcrawl')
 
 #: Rows in the slowest-hosts and error-class charts and tables.
 TOP_HOSTS = 15
@@ -19,53 +16,6 @@ STATUS_COLOURS = {R.FETCH_FETCHED: '#2e7d32', R.FETCH_NOT_MODIFIED: '#81c784',
 def short(text, n):
     text = text or ''
     return text if len(text) <= n else text[:n - 1] + '\u2026'
-
-
-class ChartsChild:
-    """The charts of ``make_data()`` (drivers.report_html.collect's data), drawn by a
-    forked child of the driver while the driver goes on with the merge join: drawing
-    them is most of report.html's time, and what they show (the layer rows, index/ and
-    hosts/) is final once the index is written. Forked, not started afresh, so the
-    child has the plotting library the driver preloaded; *make_data* must open its own
-    filesystem client. If the child fails, :meth:`result` says None and the caller
-    draws them itself."""
-
-    def __init__(self, make_data):
-        import multiprocessing
-        ctx = multiprocessing.get_context('fork')
-        self._conn, child_end = ctx.Pipe(duplex=False)
-        self._proc = ctx.Process(target=_draw, args=(child_end, make_data),
-                                 name='mrcrawl-report-charts', daemon=True)
-        self._proc.start()
-        child_end.close()
-
-    def result(self, timeout=300):
-        """{chart name: PNG bytes}, or None when the child drew nothing."""
-        try:
-            if self._conn.poll(timeout):
-                kind, value = self._conn.recv()
-                if kind == 'pngs':
-                    return value
-                log.warning('report charts: %s; drawing them again', value)
-        except (EOFError, OSError) as e:
-            log.warning('report charts: the child ended early (%s); drawing them again', e)
-        finally:
-            self._conn.close()
-            self._proc.join(5)
-            if self._proc.is_alive():
-                self._proc.kill()
-                self._proc.join()
-        return None
-
-
-def _draw(conn, make_data):
-    """ChartsChild's child: the charts, sent back through *conn*."""
-    try:
-        conn.send(('pngs', charts(make_data())))
-    except Exception as e:
-        conn.send(('error', '%s: %s' % (type(e).__name__, e)))
-    finally:
-        conn.close()
 
 
 # -- the page -------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ import time
 
 from drivers import fs as fslib
 from drivers.report import Report
-from drivers.report_charts import TOP_HOSTS, ChartsChild, charts, short
+from drivers.report_charts import TOP_HOSTS, charts, short
 from jobs.lib import counters as C, records as R
 
 log = logging.getLogger('mrcrawl')
@@ -412,15 +412,11 @@ def write_report_html(out_dir, fs, report=None, conf=None, pngs=None):
     return path
 
 
-def start_charts(out, conf, layers):
-    """A ChartsChild drawing report.html's charts of the crawl in *out* (its *layers*:
-    the report's rows), or None where fork is not available."""
-    try:
-        return ChartsChild(lambda: collect(out, fslib.for_path(out), {'layers': layers},
-                                           conf))
-    except (ValueError, OSError) as e:   # no fork start method; no process to spare
-        log.warning('report charts: not drawn beside the merge: %s', e)
-        return None
+def chart_drawer(out, conf, layers):
+    """report.html's charts of the crawl in *out* (its *layers*: the report's rows) as a
+    function of nothing, for a child to draw (drivers/beside.py) once index/ and hosts/
+    are written. It opens a filesystem client of its own."""
+    return lambda: charts(collect(out, fslib.for_path(out), {'layers': layers}, conf))
 
 
 def main_report(argv):

@@ -5,20 +5,23 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
+import time
 
 import orjson
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from drivers import fs as fslib, report_charts
+from drivers import beside, fs as fslib
 from drivers.fixture_site import FixtureSite
 from drivers.index import INDEX_SCHEMA, rows_to_parquet
-from drivers.report_html import collect, main_report, start_charts
+from drivers.report_html import chart_drawer, collect, main_report
 from drivers.report_charts import charts
 from jobs.index_rows import MRIndexRows
 from jobs.lib import records as R
-from tests.conftest import crawl_site, read_records, test_conf
+from tests.conftest import ROOT, crawl_site, read_records, test_conf
 from tests.test_jobs import run_job
 
 DELAY = 0.2     # conftest.TEST_SETTINGS
@@ -80,14 +83,19 @@ def test_index_has_one_row_per_url_and_layer_with_duplicates_joined(crawled):
 
 
 def test_index_runs_between_the_merge_jobs(crawled):
-    """The index reads every layer's pages (meta/, else out/) right after MRMerge did,
-    before MRMergeJoin writes merged/ and xml/ (on a crawl larger than the page cache,
-    after them it read out/ from disk again). Each step's counters are saved as it
-    ends."""
+    """The index reads every layer's pages (meta/, else out/) right after MRMerge did:
+    when it runs in the driver's process, in a child beside MRMergeJoin (which writes
+    merged/ and xml/), else before it (on a crawl larger than the page cache, after the
+    join it read out/ from disk again). Each step's counters are saved as it ends."""
     _, out = crawled
     ended = {name: os.stat(os.path.join(out, 'steps', name + '.json')).st_mtime_ns
              for name in ('merge', 'indexrows', 'index', 'mergejoin', 'xml')}
-    assert sorted(ended, key=ended.get) == ['merge', 'indexrows', 'index', 'mergejoin', 'xml']
+    assert min(ended, key=ended.get) == 'merge'
+    assert ended['indexrows'] < ended['index'] and ended['mergejoin'] <= ended['xml']
+    with open(os.path.join(out, 'steps', 'mergejoin.json')) as f:
+        join_seconds = json.load(f)['seconds']
+    # Beside: the index was still being built when the join started.
+    assert ended['index'] > ended['mergejoin'] - join_seconds * 1e9
 
 
 def index_rows_from(out, folds, tmp_path):
@@ -178,7 +186,7 @@ def test_report_html_is_written_with_charts_and_bounds(crawled):
     assert [v['examples'] for _, v in data['robots']] == [[base + '/private/secret.html']]
 
 
-def test_charts_drawn_beside_the_merge_are_those_drawn_in_the_driver(crawled, monkeypatch):
+def test_charts_drawn_beside_the_merge_are_those_drawn_in_the_driver(crawled):
     _, out = crawled
     with open(os.path.join(out, 'report.json')) as f:
         report = json.load(f)
@@ -186,16 +194,57 @@ def test_charts_drawn_beside_the_merge_are_those_drawn_in_the_driver(crawled, mo
         conf = json.load(f)
     drawn = charts(collect(out, fslib.LocalFS(), report, conf))
     assert set(drawn) >= {'status', 'volume', 'time', 'hosts', 'errors'}
-    assert start_charts(out, conf, report['layers']).result() == drawn
-    # The crawl's own page embeds them (it drew them in its forked child).
+    child = beside.Beside(chart_drawer(out, conf, report['layers']), 'test-charts')
+    assert child.result(timeout=60) == drawn
+    # The crawl's own page embeds them (it drew them in a child beside the join).
     page = open(os.path.join(out, 'report.html'), encoding='utf-8').read()
     for name in ('status', 'volume', 'time', 'hosts', 'errors'):
         assert base64.b64encode(drawn[name]).decode() in page
-    # A child that fails says so and returns nothing: the driver draws them itself.
-    warned = []
-    monkeypatch.setattr(report_charts.log, 'warning', lambda msg, *a: warned.append(msg % a))
-    assert start_charts(out, conf, 'not layer rows').result() is None
-    assert warned and warned[0].startswith('report charts: AttributeError')
+    # A child that fails says why; the driver then draws them itself.
+    with pytest.raises(beside.Failed, match='AttributeError'):
+        beside.Beside(chart_drawer(out, conf, 'not layer rows'), 'test-charts').result(60)
+
+
+def test_a_lost_child_costs_the_crawl_nothing(tmp_path, monkeypatch):
+    """The index and charts child's answer lost (killed, out of memory): the driver
+    builds the index and draws the charts itself, and the outputs are the same."""
+    def lost(self, timeout=None):
+        self._proc.kill()
+        raise beside.Failed('killed by the test')
+    monkeypatch.setattr(beside.Beside, 'result', lost)
+    with FixtureSite() as site:
+        out, report = crawl_site(site, tmp_path, test_conf(), depth=1)
+    pages = sum(len(read_records(os.path.join(out, 'out', layer)))
+                for layer in os.listdir(os.path.join(out, 'out')))
+    assert report['index']['rows'] == len(index_table(out)) == pages > 0
+    page = open(os.path.join(out, 'report.html'), encoding='utf-8').read()
+    assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', page)) >= 5
+
+
+def test_the_child_dies_with_a_killed_driver(tmp_path):
+    """PR_SET_PDEATHSIG: a crawl killed in its merge leaves no child writing into OUT."""
+    script = tmp_path / 'driver.py'
+    script.write_text(
+        'import sys, time\nsys.path.insert(0, %r)\nfrom drivers import beside\n'
+        'b = beside.Beside(lambda: time.sleep(60), "test-child")\n'
+        'print(b._proc.pid, flush=True)\ntime.sleep(60)\n' % ROOT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        child = int(proc.stdout.readline())
+        os.kill(child, 0)                        # alive while the driver is
+        proc.kill()
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(child, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail('the child outlived its killed driver')
+    finally:
+        proc.kill()
 
 
 def test_report_survives_missing_files_and_an_empty_layer(crawled, tmp_path, capsys):
