@@ -68,6 +68,11 @@ class RawLineProtocol:
         return value
 
 
+#: Each job class's configured argument parser and its passthrough and file argument
+#: names, made by its first instance in this process (CrawlJob.__init__).
+_CONFIGURED = {}
+
+
 class CrawlJob(MRJob):
     """Base job: ``--conf`` file, JSON-lines records, counters in one group."""
 
@@ -220,9 +225,27 @@ class CrawlJob(MRJob):
     COUNTER_REPORT_SECONDS = 10.0
 
     def __init__(self, *args, **kwargs):
+        # mrjob builds each instance's argument parser afresh: some 200 options (every
+        # runner's), ~4 ms, and the inline runner makes an instance per task, a
+        # hundred-odd in a small crawl, most of them on its critical path. Parsing
+        # changes no parser, so one per job class and process serves every instance.
+        configured = _CONFIGURED.get(type(self))
+        if configured is not None:
+            self.configure_args = lambda: self._reuse_parser(*configured)
         super().__init__(*args, **kwargs)
+        if configured is None:
+            _CONFIGURED[type(self)] = (self.arg_parser, frozenset(self._passthru_arg_dests),
+                                       frozenset(self._file_arg_dests))
+        else:
+            del self.configure_args
         self._tallies = {}      # (group, counter) -> amount not yet reported
         self._tallies_due = time.monotonic() + self.COUNTER_REPORT_SECONDS
+
+    def _reuse_parser(self, parser, passthru, files):
+        """configure_args for an instance after the first: the class's parser."""
+        self.arg_parser = parser
+        self._passthru_arg_dests.update(passthru)
+        self._file_arg_dests.update(files)
 
     def count(self, name, amount=1, group=None):
         """Add *amount* to counter *name* of *group* (default: the job's group). Summed

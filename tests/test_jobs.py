@@ -416,3 +416,22 @@ def test_runners_override_only_what_mrjob_0_7_4_has():
         assert overrides, cls
         assert [n for n in sorted(overrides)
                 if not any(n in vars(b) for b in bases)] == [], cls
+
+
+def test_instances_of_a_job_share_its_parser_and_parse_their_own_args(conf_file):
+    """CrawlJob builds a class's argument parser once: later instances (one per inline
+    task) reuse it and still read their own arguments, passthrough and file ones too."""
+    from jobs.fetch import MRFetch
+    base = ['--crawl-conf', conf_file, '--step-num=1', '--mapper']
+    first = MRFetch(base + ['--layer', '2', '--bins', '3'])
+    again = MRFetch(base + ['--layer', '4'])
+    assert again.arg_parser is first.arg_parser
+    assert (first.options.layer, first.options.bins) == (2, 3)
+    assert (again.options.layer, again.options.bins) == (4, 0)
+    assert again._passthru_arg_dests == first._passthru_arg_dests >= {'layer', 'bins'}
+    assert again._file_arg_dests == first._file_arg_dests == {'crawl_conf', 'plan'}
+    assert 'configure_args' not in vars(again)      # the class's own method again
+    other = MRMerge(base)
+    assert other.arg_parser is not first.arg_parser and 'bins' not in vars(other.options)
+    with pytest.raises(ValueError):
+        MRFetch(base + ['--no-such-option'])
