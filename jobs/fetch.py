@@ -251,13 +251,11 @@ class MRFetch(CrawlJob):
         self.robots_fetches = self.robots_failures = 0
         self.paces = {}          # politeness key -> when its last request ended (epoch)
         self.stats = {}
-        self.parser = None
         self.taken = []
-        if self.conf['fetch']['parse']:
-            # Imported here: the lists' tasks only key URLs by host, and the parser's stack
-            # (lxml, selectolax, numpy, the language model) is most of a task's imports.
-            from jobs.lib import parsepage
-            self.parser = parsepage.PageParser(self.conf, self._count_parse)
+        # The parser is made when the first page arrives (_page_parser): its stack (lxml,
+        # selectolax, numpy, the language model) is most of a task's imports, and the
+        # first requests need none of it.
+        self.parse_pages, self.parser = self.conf['fetch']['parse'], None
         self.warc = self.meta = self.robots_sink = None
         o = self.options
         part = int(os.environ.get('mapreduce_task_partition') or 0)
@@ -265,7 +263,7 @@ class MRFetch(CrawlJob):
             from jobs.lib import sidefile
             self.robots_sink = sidefile.LineSink(o.robots_dir, 'part-f%05d' % part,
                                                  o.webhdfs_url, o.hdfs_user)
-        if o.meta_dir and self.parser is not None:
+        if o.meta_dir and self.parse_pages:
             from jobs.lib import sidefile
             self.meta_of = sidefile.meta
             self.meta = sidefile.LineSink(o.meta_dir, 'part-f%05d' % part, o.webhdfs_url,
@@ -425,6 +423,12 @@ class MRFetch(CrawlJob):
                     self.stats[name] = self.stats.get(name, 0) + n
             self._put(('done', None, None))
 
+    def _page_parser(self):
+        if self.parser is None:
+            from jobs.lib import parsepage
+            self.parser = parsepage.PageParser(self.conf, self._count_parse)
+        return self.parser
+
     def _listed(self, n):
         with self.listed_lock:
             self.listed_left += n
@@ -465,8 +469,8 @@ class MRFetch(CrawlJob):
         if self.warc is not None:
             doc.update(self.warc.add(doc, self.conf['politeness']['user_agent']) or {})
         try:
-            if self.parser is not None:
-                doc = self.parser.parse(doc)      # never raises: see PageParser.parse
+            if self.parse_pages:
+                doc = self._page_parser().parse(doc)   # never raises: PageParser.parse
                 if self.meta is not None:
                     self.meta.add(self.meta_of(doc))
         finally:
