@@ -88,23 +88,26 @@ class MergeDriver:
         sources = [c.path('out', name) for name in layers]
         c.progress('merge: %d layer(s)' % len(sources))
         group, summaries = self.merge_group(cycle, self.meta_sources(layers), sources)
-        side = None
-        if self.index_beside(summaries):
-            side = beside.start(lambda: (build_index(c, summaries), draw and draw()),
-                                'mrcrawl-index')
-        if side is None:
-            index = build_index(c, summaries)
-            drawn = draw and beside.start(draw, 'mrcrawl-report-charts')
+        side = self.index_beside(summaries) and beside.start(
+            lambda: (build_index(c, summaries), draw and draw()), 'mrcrawl-index')
+        if not side:
+            index, drawn = self.index_here(summaries, draw)
         join = self.merge_join(sources, group, build)
-        if side is not None:
+        if side:
             try:
                 index, pngs = side.result()
                 drawn = beside.Done(pngs)
             except beside.Failed as e:
                 log.warning('index beside the merge join: %s; building it here', e)
-                index = build_index(c, summaries)
-                drawn = draw and beside.start(draw, 'mrcrawl-report-charts')
+                index, drawn = self.index_here(summaries, draw)
         return join, index, summaries, drawn
+
+    def index_here(self, summaries, draw):
+        """The index built in this process, and *draw* started in a child beside what
+        follows: (its step dict, a Beside or None)."""
+        from drivers.index import build_index
+        return (build_index(self.crawl, summaries),
+                draw and beside.start(draw, 'mrcrawl-report-charts'))
 
     def index_beside(self, summaries):
         """Build the index in a child beside the join? When its job would run in the

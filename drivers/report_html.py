@@ -397,7 +397,7 @@ def render(data, pngs):
 
 def build(out, fs, report=None, conf=None, pngs=None):
     """(HTML text, {chart name: PNG bytes}) for the crawl in *out* (see collect);
-    *pngs*: the charts when already drawn (ChartsChild)."""
+    *pngs*: the charts when already drawn (beside the merge: chart_drawer)."""
     data = collect(out, fs, report, conf)
     if pngs is None:
         pngs = charts(data)
