@@ -212,7 +212,8 @@ class PageResolver:
             return None
         key = href
         if self.encoding is not None:
-            href = encode_query(href, self.encoding)
+            # Stripped first, as resolve() does: encoded, a trailing space is kept as %20.
+            href = encode_query(href.strip(_WS), self.encoding)
         m = _PLAIN_REF_RE.match(href) if self.origin is not None else None
         if m is None or href.startswith('//'):
             url = resolve(self.base, href)
