@@ -41,14 +41,19 @@ class LineSink:
             self.tmp_path = os.path.join(folder, '.tmp-' + name)
         self.file = open(self.tmp_path, 'wb')
         self.lines = 0
+        self.size = 0
 
     def add(self, rec):
-        self.add_line(orjson.dumps(rec))
+        return self.add_line(orjson.dumps(rec))
 
     def add_line(self, line):
-        """One line of bytes, without its line break."""
+        """One line of bytes, without its line break: (its offset in the file, its
+        length with the line break), which :func:`read_range` reads it back by."""
+        at = self.size
         self.file.write(line + b'\n')
         self.lines += 1
+        self.size += len(line) + 1
+        return at, len(line) + 1
 
     def commit(self):
         """Close the file and move it into place: (lines, bytes)."""
@@ -59,3 +64,19 @@ class LineSink:
         else:
             commit_local(self.tmp_path, self.folder, self.name)
         return self.lines, size
+
+
+def read_range(root, name, offset, length, webhdfs_url=None, user=None):
+    """*length* bytes at *offset* of the file *name* (relative to *root*, a local folder
+    or an hdfs:// URI read through WebHDFS): one record of a side file or a WARC file,
+    without reading the rest."""
+    if root.startswith('hdfs://'):
+        from urllib.parse import urlparse
+        from hdfs import InsecureClient
+        client = InsecureClient(webhdfs_url, user=user or None)
+        with client.read('%s/%s' % (urlparse(root).path.rstrip('/'), name), offset=offset,
+                         length=length) as r:
+            return r.read()
+    with open(os.path.join(root, name), 'rb') as f:
+        f.seek(offset)
+        return f.read(length)

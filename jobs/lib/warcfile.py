@@ -302,19 +302,9 @@ def read_payload(root, pointer, webhdfs_url=None, user=None):
     or an hdfs:// URI read through WebHDFS) and its Content-Type header: (bytes, str or
     None), or None if it is not a response."""
     from warcio.archiveiterator import ArchiveIterator
-    name = pointer['warc_filename']
-    offset, length = pointer['warc_record_offset'], pointer['warc_record_length']
-    if root.startswith('hdfs://'):
-        from urllib.parse import urlparse
-        from hdfs import InsecureClient
-        client = InsecureClient(webhdfs_url, user=user or None)
-        with client.read('%s/%s' % (urlparse(root).path.rstrip('/'), name), offset=offset,
-                         length=length) as r:
-            chunk = r.read()
-    else:
-        with open(os.path.join(root, name), 'rb') as f:
-            f.seek(offset)
-            chunk = f.read(length)
+    from jobs.lib.sidefile import read_range
+    chunk = read_range(root, pointer['warc_filename'], pointer['warc_record_offset'],
+                       pointer['warc_record_length'], webhdfs_url, user)
     for rec in ArchiveIterator(io.BytesIO(chunk)):
         if rec.rec_type != 'response':
             return None
