@@ -10,19 +10,26 @@ MergeDriver), after each cycle or reparse.
                                                        invertlinks, in its first shuffle)
     index     meta/* or current/       -> index/, hosts/  (MRIndexRows, then Parquet:
               + merge_map/                             drivers/index.py)
-    mergejoin merge_map/ + out/*       -> merged/     (MRMergeJoin: the page text joined
-              (+ prev_signatures/)        + xml/, signatures/, delta/BUILD  once; its
-                                                       tasks also write the documents,
-                                                       each page's signature and what
-                                                       changed since the last build)
+    mergejoin merge_map/ + out/*       -> merged/, xml/,  (MRMergeJoin: the page text joined
+              (+ prev_signatures/)        signatures/,    once; its tasks write every
+                                          delta/BUILD     output themselves: the merged
+                                                          records and their documents,
+                                                          each page's signature, what
+                                                          changed since the last build)
+    mergejoin merge_map/ + the new    -> delta/BUILD,     (a delta build, MRMergeJoin
+    (delta)   layers' out/ +             signatures/      --incremental: only what
+              prev_signatures/                            changed is joined; merged/ and
+                                                          xml/ stay the base)
     delta     prev_signatures/ + merged/ -> delta/BUILD  (MRDelta, only when merged/
                                                        was joined in an earlier run)
 
 Without meta/ (a crawl of an earlier version, a reparse), out/* stands in for it.
 
-The final outputs of the whole crawl are rebuilt as one *build* ('001' after cycle 1,
-'002-reparse1' after a reparse of cycle 2); OUT/outputs.json names the build they
-describe, so a run that finds them behind rebuilds them.
+The final outputs of the whole crawl are made as one *build* ('001' after cycle 1,
+'002-reparse1' after a reparse of cycle 2): in full, or as a delta over the last full
+build (:meth:`MergeDriver.incremental`, docs/data-flow.md). OUT/outputs.json names the
+build they describe and the deltas to apply over merged/ and xml/, so a run that finds
+them behind brings them up to date.
 """
 import json
 import logging
@@ -46,33 +53,77 @@ class MergeDriver:
     def __init__(self, crawl):
         self.crawl = crawl
 
+    def outputs(self):
+        """OUT/outputs.json: which build the final outputs describe and how they are
+        laid out (docs/data-flow.md): {build, mode ('full' or 'delta'), base (the build
+        merged/ and xml/ hold), deltas (the builds whose delta/BUILD apply over them, in
+        order), layers (the last layer they cover), store (1: signatures/ name where
+        each merged record is), base_pages, changes (delta documents since the base)}.
+        {} before the first build."""
+        c = self.crawl
+        path = c.path('outputs.json')
+        return json.loads(c.fs.read_text(path)) if c.fs.exists(path) else {}
+
+    def record_outputs(self, **fields):
+        c = self.crawl
+        c.fs.write_text(c.path('outputs.json'), json.dumps(dict(self.outputs(), **fields),
+                                                            sort_keys=True))
+
     def built(self):
         """The build the final outputs describe: '001' (cycle 1, or a folder from before
         builds were recorded), '002' (cycle 2), '002-reparse1' (its first reparse)."""
-        c = self.crawl
-        path = c.path('outputs.json')
-        if not c.fs.exists(path):
+        done = self.outputs()
+        if not done:
             return '001'
-        done = json.loads(c.fs.read_text(path))
         return done.get('build') or '%03d' % done['cycle']
 
-    def start_build(self, build):
+    def incremental(self, build):
+        """Can *build* be made as a delta over the last one (only what changed joined,
+        merged/ and xml/ kept as its base)? When the last build recorded where its
+        merged records are, the build is a crawl cycle's (a reparse changes every page),
+        and the deltas since the base are below merge.compact_ratio of its pages: past
+        that, the build is made in full (a compaction), as when the ratio is 0."""
+        c = self.crawl
+        done, ratio = self.outputs(), c.conf['merge']['compact_ratio']
+        return bool(ratio > 0 and done.get('store') == 1 and 'reparse' not in build and
+                    done.get('base_pages') is not None and
+                    done.get('changes', 0) < ratio * max(1, done['base_pages']) and
+                    all(c.fs.exists(c.path(n)) for n in ('merged', 'xml', 'signatures')))
+
+    def start_build(self, build, layers):
         """Outputs of an earlier build are behind: signatures/ is kept as
         prev_signatures/ for the delta (merged/ as prev_merged/ when a build has no
-        signatures/: a crawl of an earlier version), the rest removed to be rebuilt."""
+        signatures/: a crawl of an earlier version), the rest removed to be rebuilt;
+        merged/ and xml/ stay when the build is a delta over them (:meth:`incremental`).
+        Returns the build's mode, 'full' or 'delta'."""
         c = self.crawl
+        done = self.outputs()
         built = self.built()
-        if built == build:
-            return
-        c.progress('outputs of build %s are behind: rebuilding them as %s' % (built, build))
+        top = max([int(n) for n in layers] or [-1])
+        if built == build and done:
+            return done.get('mode', 'full')
+        if not done:                      # the crawl's first build
+            self.record_outputs(build=build, mode='full', base=build, deltas=[], layers=top)
+            return 'full'
+        mode = 'delta' if self.incremental(build) else 'full'
+        c.progress('outputs of build %s are behind: %s' % (built, (
+            'adding build %s as a delta over them' if mode == 'delta' else
+            'rebuilding them as %s') % build))
         if not self.previous():
             for name in ('signatures', 'merged'):
                 if c.fs.exists(c.path(name)):
                     c.fs.rename(c.path(name), c.path('prev_' + name))
                     break
         for name in FINAL_OUTPUTS:
-            c.fs.rm(c.path(name))
-        c.fs.write_text(c.path('outputs.json'), json.dumps({'build': build}))
+            if mode == 'full' or name not in ('merged', 'xml'):
+                c.fs.rm(c.path(name))
+        if mode == 'delta':
+            self.record_outputs(build=build, mode=mode, deltas=done.get('deltas', []) + [
+                build], since=done['layers'], layers=top, changes_before=done['changes'])
+        else:
+            c.fs.write_text(c.path('outputs.json'), json.dumps(
+                {'build': build, 'mode': mode, 'base': build, 'deltas': [], 'layers': top}))
+        return mode
 
     def merge(self, cycle, build, draw=None):
         """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
@@ -80,19 +131,26 @@ class MergeDriver:
         each URL's current fetch from, and *draw*'s value to come: a drivers.beside
         Beside or Done, or None). *draw*, report.html's charts, runs once index/ and
         hosts/ are written, in a child beside the join. So does the index, when it runs
-        in the driver's process (:meth:`index_beside`)."""
+        in the driver's process (:meth:`index_beside`). A delta build joins only the
+        layers new since the last build (:meth:`merge_delta`)."""
         from drivers.index import build_index
         c = self.crawl
-        self.start_build(build)
-        layers = [name for name in c.fs.listdir(c.path('out')) if name.isdigit()]
+        layers = sorted(name for name in c.fs.listdir(c.path('out')) if name.isdigit())
+        mode = self.start_build(build, layers)
         sources = [c.path('out', name) for name in layers]
         c.progress('merge: %d layer(s)' % len(sources))
-        group, summaries = self.merge_group(cycle, self.meta_sources(layers), sources)
+        group, summaries = self.merge_group(cycle, self.meta_sources(layers), sources,
+                                            mode == 'full')
         side = self.index_beside(summaries) and beside.start(
             lambda: (build_index(c, summaries), draw and draw()), 'mrcrawl-index')
         if not side:
             index, drawn = self.index_here(summaries, draw)
-        join = self.merge_join(sources, group, build)
+        if mode == 'delta':
+            since = self.outputs()['since']
+            join = self.merge_delta([c.path('out', n) for n in layers if int(n) > since],
+                                    sources, group, build)
+        else:
+            join = self.merge_join(sources, group, build)
         if side:
             try:
                 index, pngs = side.result()
@@ -141,7 +199,7 @@ class MergeDriver:
         c.run_step('current', MRCurrent, inputs, c.path('current'))
         return [c.path('current')]
 
-    def merge_group(self, cycle, metas, sources):
+    def merge_group(self, cycle, metas, sources, full=True):
         """MRMerge: the pages' summaries -> merge_map/: (its step dict, the summaries it
         read: :meth:`summaries` of *metas*, meta/* when whole, else of *sources*,
         out/*). SimHashes made with another merge.shingle_words are not in meta/: only
@@ -151,7 +209,7 @@ class MergeDriver:
         from jobs.merge import MRMerge
         c = self.crawl
         summaries = self.summaries(cycle, metas or sources)
-        if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
+        if full and c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
             return c.report.load_step('merge'), summaries   # merged/ by a one-job merge
         step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'))
         stale = step['counters'].get(C.MERGE, {}).get(C.NEAR_TEXT_IN_OUT, 0)
@@ -175,49 +233,119 @@ class MergeDriver:
         """MRMergeJoin: merge_map/ + pages -> merged/, and beside it xml/, signatures/
         and the delta since the previous build (delta/BUILD); one step dict for the
         report's merge: both jobs' counters (groups merge, merge_join), their seconds.
-        The join's tasks write the side files (--xml-dir, --signature-dir, --delta-dir),
-        so no job reads every merged page again for them: they move into place once the
-        join has succeeded, and the xml and delta steps are recorded from its counters.
-        A join done in an earlier run left none: HtmlToXmlDriver.xml and
-        :meth:`delta` make them."""
-        from jobs.merge_join import MRMergeJoin
+        The join's tasks write every output as side files (--merged-dir, --xml-dir,
+        --signature-dir, --delta-dir: jobs/merge_join.py), so that each merged record's
+        place is known and no job reads every merged page again: they move into place,
+        merged/ last, once the join has succeeded (tmp/joined, its empty output, says
+        so to a resumed run)."""
         c = self.crawl
-        args, inputs = ['--build', build], [c.path('merge_map')] + sources
-        sides = {name: c.path('tmp', name + '_side') for name in ('xml', 'signatures',
-                                                                   'delta')}
-        fresh = not c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('xml'))
+        if c.fs.exists(c.path('merged')):       # joined and moved in an earlier run
+            return merge_step(group, c.report.load_step('mergejoin'))
+        args, inputs = ['--build', build, '--store-name', 'merged'], [
+            c.path('merge_map')] + sources
+        sides = self.sides('merged', 'xml', 'signatures', 'delta')
         previous = self.previous()
         delta = c.path('delta', build)
-        with_delta = bool(fresh and previous and not c.fs.exists(delta))
-        if fresh:
-            for side in sides.values():
-                c.fs.rm(side)      # an interrupted join's files
-            args += c.task_path_args('--xml-dir', sides['xml'])
-            args += c.task_path_args('--signature-dir', sides['signatures'])
+        with_delta = bool(previous and not c.fs.exists(delta))
+        for name, option in (('merged', '--merged-dir'), ('xml', '--xml-dir'),
+                             ('signatures', '--signature-dir')):
+            args += c.task_path_args(option, sides[name])
         if with_delta:
             args += c.task_path_args('--delta-dir', sides['delta'])
             inputs.append(previous)
-        join = c.run_step('mergejoin', MRMergeJoin, inputs, c.path('merged'), args)
+        fresh, join = self.run_join(inputs, args, sides)
+        moves = [('xml', c.path('xml')), ('signatures', c.path('signatures'))]
+        if with_delta:
+            moves.append(('delta', delta))
         if fresh:
-            folders = [sides['xml'], sides['signatures']]
-            if with_delta:
-                folders += [c.fs.join(sides['delta'], 'records'),
-                            c.fs.join(sides['delta'], 'xml')]
-            for folder in folders:
-                c.fs.mkdirs(folder)   # no merged page or no change: no task wrote a file
-            c.fs.rename(sides['xml'], c.path('xml'))
-            c.fs.rename(sides['signatures'], c.path('signatures'))
             made = {'seconds': 0.0, 'made_by': 'mergejoin'}
             xml = dict(made, counters={C.XML: join['counters'].pop(C.XML, {})})
             changes = dict(made, counters={C.DELTA: join['counters'].pop(C.DELTA, {})})
             c.report.save_step('mergejoin', join)
             c.report.save_step('xml', xml)
             if with_delta:
-                c.fs.mkdirs(c.path('delta'))
-                c.fs.rename(sides['delta'], delta)
                 c.report.save_step('delta-' + build, changes)
                 self.delta_progress(changes)
+        self.move_sides(sides, moves + [('merged', c.path('merged'))])
+        if fresh:
+            self.record_outputs(store=1, base_pages=join['counters'].get(
+                C.MERGE_JOIN, {}).get(C.JOIN_MERGED, 0), changes=0)
         return merge_step(group, join)
+
+    def merge_delta(self, new_sources, sources, group, build):
+        """A delta build's join (MRMergeJoin --incremental): merge_map/, the previous
+        build's signatures and the pages of the layers new since it (*new_sources*) ->
+        delta/BUILD (records/ and xml/: what changed) and signatures/ for every page.
+        merged/ and xml/ stay the base. A page whose merge_map record and fetch did not
+        change is not read at all; one with new folds or anchors is read back from where
+        its signature says its merged record is. If a page now leads from a fetch of
+        which no merged record is stored, the build is made in full instead."""
+        c = self.crawl
+        delta = c.path('delta', build)
+        if c.fs.exists(delta) and c.fs.exists(c.path('signatures')):
+            return merge_step(group, c.report.load_step('mergejoin'))
+        sides = self.sides('signatures', 'delta')
+        args = ['--build', build, '--incremental', '--store-name',
+                'delta/%s/records' % build] + c.task_path_args('--crawl-root', c.out) + \
+            c.task_path_args('--delta-dir', sides['delta']) + \
+            c.task_path_args('--signature-dir', sides['signatures'])
+        fresh, join = self.run_join([c.path('merge_map'), self.previous()] + new_sources,
+                                    args, sides)
+        missing = join['counters'].get(C.MERGE_JOIN, {}).get(C.JOIN_NOT_STORED, 0)
+        if missing:
+            c.progress('merge: %d page(s) lead with a fetch whose merged record is not '
+                       'stored: building the outputs in full' % missing)
+            c.fs.rm(c.path('tmp', 'joined'))
+            for name in ('merged', 'xml'):
+                c.fs.rm(c.path(name))
+            done = self.outputs()
+            self.record_outputs(mode='full', base=build, deltas=[], layers=done['layers'])
+            return self.merge_join(sources, group, build)
+        if fresh:
+            changes = {'seconds': 0.0, 'made_by': 'mergejoin',
+                       'counters': {C.DELTA: join['counters'].pop(C.DELTA, {})}}
+            c.report.save_step('mergejoin', join)
+            c.report.save_step('delta-' + build, changes)
+            self.delta_progress(changes)
+        self.move_sides(sides, [('signatures', c.path('signatures')), ('delta', delta)])
+        n = c.report.load_step('delta-' + build)['counters'].get(C.DELTA, {})
+        self.record_outputs(changes=self.outputs()['changes_before'] + sum(
+            n.get(k, 0) for k in (C.DELTA_ADDED, C.DELTA_CHANGED, C.DELTA_DELETED)))
+        return merge_step(group, join)
+
+    def sides(self, *names):
+        """The join's side folders (OUT/tmp/NAME_side), cleared unless the join that
+        writes them is done (tmp/joined): a failed join's files go."""
+        c = self.crawl
+        sides = {name: c.path('tmp', name + '_side') for name in names}
+        if not c.fs.exists(c.path('tmp', 'joined')):
+            for side in sides.values():
+                c.fs.rm(side)
+        return sides
+
+    def run_join(self, inputs, args, sides):
+        """MRMergeJoin, whose output (tmp/joined) is empty: it writes side files. (Run
+        now, not in an earlier run; its step dict.)"""
+        from jobs.merge_join import MRMergeJoin
+        c = self.crawl
+        joined = c.path('tmp', 'joined')
+        fresh = not c.fs.exists(joined)
+        return fresh, c.run_step('mergejoin', MRMergeJoin, inputs, joined, args)
+
+    def move_sides(self, sides, moves):
+        """Each side folder into its place (one no task wrote: empty), in order; one
+        already moved by an interrupted run is left."""
+        c = self.crawl
+        for name, final in moves:
+            if c.fs.exists(final):
+                continue
+            side = sides[name]
+            c.fs.mkdirs(side)
+            if name == 'delta':
+                for sub in ('records', 'xml'):
+                    c.fs.mkdirs(c.fs.join(side, sub))
+            c.fs.mkdirs(final.rsplit('/', 1)[0])
+            c.fs.rename(side, final)
 
     def delta(self, build, sources):
         """prev_signatures/ + merged/ -> delta/BUILD/records, when there is an earlier
@@ -251,7 +379,11 @@ class MergeDriver:
         n = cycle['cycle']
         c.progress('cycle %d: nothing new or due; outputs unchanged' % n)
         c.fs.mkdirs(c.fs.join(c.path('delta', '%03d' % n), 'xml'))
-        c.fs.write_text(c.path('outputs.json'), json.dumps({'build': '%03d' % n}))
+        done = self.outputs()
+        if done.get('mode') == 'delta' or 'deltas' in done:
+            self.record_outputs(build='%03d' % n, deltas=done['deltas'] + ['%03d' % n])
+        else:
+            c.fs.write_text(c.path('outputs.json'), json.dumps({'build': '%03d' % n}))
         return {'merge': merge_step(c.report.load_step('merge'),
                                     c.report.load_step('mergejoin')),
                 'xml': c.report.load_step('xml'), 'index': c.report.load_step('index')}

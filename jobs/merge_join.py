@@ -20,7 +20,18 @@ merged page again (MergeDriver.merge_join). With ``--signature-dir`` they write 
 merged record's ``signature`` record (jobs.lib.deltas: its URL and the digest of what
 its document carries); with ``--delta-dir`` they compare it with the previous build's
 (prev_signatures/ among the inputs) and write the delta, jobs/delta.py's records and
-their documents, without that job's passes over both builds' pages.
+their documents, without that job's passes over both builds' pages. With
+``--merged-dir`` they write the merged records themselves too, so each signature
+names where its record is (file, offset, length).
+
+``--incremental`` (a later cycle's delta build, drivers/merge_driver.py): the inputs
+are merge_map/, the previous build's signatures/ and only the new layers' out/. Per
+URL: a page whose chosen fetch is new is joined from it; one whose fetch and merge_map
+record are unchanged keeps its stored record, unread (``stored_reused_total``); one
+whose fetch is unchanged but whose folds or anchors changed is read back from its
+place and the map applied again (``stored_reread_total``); a URL that leads no page
+now is a deletion. The records that changed go to the delta's records/ (which is then
+where the next build finds them), every page's signature to --signature-dir.
 
 Run alone (after jobs.merge)::
 
@@ -60,7 +71,29 @@ class MRMergeJoin(CrawlJob):
                               '(their documents), one file per reduce task. The inputs '
                               'then include the previous build\'s signatures/ (or its '
                               'merged/). Default: off.')
-        self.add_webhdfs_args('--xml-dir, --signature-dir or --delta-dir')
+        self.add_passthru_arg('--merged-dir', default=None,
+                              help='Write the merged records into this folder, one file '
+                              'per reduce task, instead of the job\'s output, so that each '
+                              'one\'s place is known: the signature records name it (with '
+                              '--signature-dir). Default: off.')
+        self.add_passthru_arg('--store-name', default='merged',
+                              help='The folder, relative to --crawl-root, that the merged '
+                              'records (--merged-dir, or the delta\'s records/ when '
+                              '--incremental) end up in: what the signatures name. '
+                              'Default: %(default)s')
+        self.add_passthru_arg('--incremental', action='store_true',
+                              help='Join only what changed since the previous build: the '
+                              'inputs are merge_map/, the previous build\'s signatures/ and '
+                              'the new layers\' pages only. A page whose fetch is not among '
+                              'them is read back from where its signature says it is '
+                              '(--crawl-root), or not read at all when its merge_map record '
+                              'is the same. Writes the delta (--delta-dir, whose records/ '
+                              'are then the store) and every page\'s signature '
+                              '(--signature-dir); no merged/ or xml/.')
+        self.add_passthru_arg('--crawl-root', default=None,
+                              help='The crawl folder the signatures\' record places are '
+                              'relative to (local path or hdfs:// URI).')
+        self.add_webhdfs_args('--xml-dir, --signature-dir, --delta-dir or --merged-dir')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_xml,
@@ -73,6 +106,9 @@ class MRMergeJoin(CrawlJob):
         o = self.options
         self.doc_key_value = doc_key_value
         self.xml = self.signatures = self.delta_records = self.delta_xml = None
+        self.store = self.store_file = None
+        if o.merged_dir:
+            self.store = self.side(o.merged_dir)
         if o.xml_dir:
             self.xml = self.side(o.xml_dir)
         if o.signature_dir:
@@ -80,6 +116,10 @@ class MRMergeJoin(CrawlJob):
         if o.delta_dir:
             self.delta_records = self.side(o.delta_dir.rstrip('/') + '/records')
             self.delta_xml = self.side(o.delta_dir.rstrip('/') + '/xml')
+            if o.incremental:
+                self.store = self.delta_records
+        if self.store is not None:
+            self.store_file = '%s/%s' % (o.store_name.strip('/'), self.store.name)
 
     def side(self, folder):
         import os
@@ -94,6 +134,8 @@ class MRMergeJoin(CrawlJob):
         for sink in (self.signatures, self.delta_records, self.delta_xml):
             if sink is not None:
                 sink.commit()
+        if self.options.merged_dir:
+            self.store.commit()
         return ()
 
     def mapper_by_url(self, _, line):
@@ -110,7 +152,9 @@ class MRMergeJoin(CrawlJob):
                         yield dup, {'folded': leader}
                 continue
             if kind != 'page':           # the previous build's: prev_signatures/ or
-                if delta:                # prev_merged/
+                if self.options.incremental:     # prev_merged/
+                    yield rec['url'], {'old': rec}
+                elif delta:
                     yield rec['url'], {'old': D.old_signature(rec)}
                 else:
                     self.count(C.UNEXPECTED_RECORD)
@@ -127,6 +171,9 @@ class MRMergeJoin(CrawlJob):
     def reducer_join(self, url, values):
         """(url, its map record if it leads + its fetches) -> merged record; and the
         side files' lines."""
+        if self.options.incremental:
+            yield from self.reducer_incremental(url, values)
+            return
         found, pages, old, cur, folded = None, [], None, None, None
         for v in values:
             if 'page' in v:
@@ -140,19 +187,90 @@ class MRMergeJoin(CrawlJob):
                 old = v['old']
             else:
                 folded = v['folded']
-        page = self.join(url, found, pages)
+        page, named = self.join(url, found, pages)
         new_signature = None
         if page is not None:
             if self.xml is not None:
                 self.xml.add_line(b'\t'.join(self.doc_key_value(page)))
+            at = self.stored_at(self.store.add(page)) if self.store is not None else None
             if self.signatures is not None or self.delta_records is not None:
-                sig = D.signature_record(page, self.options.build)
+                sig = D.signature_record(page, self.options.build, found.get('fetch'),
+                                         D.map_signature(found), at, named)
                 new_signature = sig['signature']
                 if self.signatures is not None:
                     self.signatures.add(sig)
-            yield None, page
+            if self.store is None:
+                yield None, page
         if self.delta_records is not None:
             self.delta(url, page, new_signature, old, cur and cur[1], folded)
+
+    def stored_at(self, place):
+        return [self.store_file, place[0], place[1]]
+
+    def reducer_incremental(self, url, values):
+        """--incremental: (url, its map record, its previous signature record, this
+        build's new fetches) -> its delta record and its signature; the merged record
+        made again only when its fetch or its map record changed."""
+        found, pages, old, cur, folded = None, [], None, None, None
+        for v in values:
+            if 'page' in v:
+                pages.append(v['page'])
+            elif 'map' in v:
+                found = v['map']
+            elif 'current' in v:
+                if cur is None or v['current'][0] > cur[0]:
+                    cur = v['current']
+            elif 'old' in v:
+                old = v['old']
+            else:
+                folded = v['folded']
+        cur = cur and cur[1]
+        if found is None:
+            self.count(C.JOIN_FETCHES_DROPPED, len(pages))
+            self.delta(url, None, None, old and old['signature'], cur, folded)
+            return
+        fetch = found.get('fetch')
+        mine = [p for p in pages if list(M.latest_key(p)) == list(fetch or ())]
+        how = None if mine else D.stored(old, found)
+        if how == D.REUSE:
+            # The same fetch and the same folds: the stored record stands, unread.
+            self.count(C.JOIN_REUSED)
+            self.count(C.DELTA_UNCHANGED, 1, C.DELTA)
+            self.signatures.add(old)
+            return
+        if mine:
+            page, named = self.join(url, found, mine)
+        elif how == D.REREAD:
+            page, named = self.reread(url, found, old)
+        else:
+            # Its fetch is in no new layer and no stored record is of it (a page that
+            # leads a group now and did not before): the driver builds in full.
+            self.count(C.JOIN_NOT_STORED)
+            return
+        sig = D.signature(page)
+        if old and old['signature'] == sig:
+            self.count(C.DELTA_UNCHANGED, 1, C.DELTA)
+            self.signatures.add(dict(old, fetch=fetch, map=D.map_signature(found)))
+            return
+        at = self.stored_at(self.store.add(page))   # the delta's records/: its record
+        self.delta_xml.add_line(b'\t'.join(self.doc_key_value(page)))
+        self.count(C.DELTA_CHANGED if old else C.DELTA_ADDED, 1, C.DELTA)
+        self.signatures.add(D.signature_record(page, self.options.build, fetch,
+                                               D.map_signature(found), at, named))
+        yield from ()
+
+    def reread(self, url, found, old):
+        """The previous build's merged record of *url*, read back from its place, with
+        *found*'s folds, anchors and resources: (merged record, its named resources)."""
+        import orjson
+        from jobs.lib import sidefile
+        o = self.options
+        name, offset, length = old['at']
+        page = orjson.loads(sidefile.read_range(o.crawl_root, name, offset, length,
+                                                o.webhdfs_url, o.hdfs_user))
+        self.count(C.JOIN_REREAD)
+        named = old.get('named') or []
+        return self.attach(url, found, page, named), named
 
     def delta(self, url, page, new_signature, old, cur, folded):
         what, rec = D.outcome(url, page, new_signature, old, cur, folded)
@@ -163,16 +281,22 @@ class MRMergeJoin(CrawlJob):
             self.delta_xml.add_line(b'\t'.join(self.doc_key_value(rec)))
 
     def join(self, url, found, pages):
-        """The merged record of *url* (None: it leads no page)."""
+        """The merged record of *url* (None: it leads no page) and the resources its
+        page names."""
         if found is None:
             self.count(C.JOIN_FETCHES_DROPPED, len(pages))
-            return None
+            return None, None
         if not pages:
             self.count(C.JOIN_MAP_WITHOUT_PAGE)
-            return None
+            return None, None
         page = self.chosen(found, pages)
         self.count(C.JOIN_FETCHES_DROPPED, len(pages) - 1)
-        named = page.get('resources') or ()
+        named = [{'name': n.get('name'), 'url': n['url']}
+                 for n in page.get('resources') or () if n.get('url')]
+        return self.attach(url, found, page, named), named
+
+    def attach(self, url, found, page, named):
+        """*page*'s fields with *found*'s (its merge_map record): the merged record."""
         page['url'] = url
         for field in MAP_FIELDS:
             page[field] = found.get(field) or ([] if field != 'simhash' else None)

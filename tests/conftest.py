@@ -59,6 +59,31 @@ def read_records(folder):
     return out
 
 
+def current_xml(out):
+    """{url: xml text} of a crawl as it stands: xml/ (the base build) with every delta
+    OUT/outputs.json lists applied in order, as an indexer applies them."""
+    docs = read_xml(os.path.join(out, 'xml'))
+    for build in json.load(open(os.path.join(out, 'outputs.json'))).get('deltas', []):
+        for url, doc in read_xml(os.path.join(out, 'delta', build, 'xml')).items():
+            if doc.startswith('<deletion'):
+                docs.pop(url, None)
+            else:
+                docs[url] = doc
+    return docs
+
+
+def current_merged(out):
+    """{url: merged record} of a crawl as it stands: merged/ with the deltas' records."""
+    recs = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+    for build in json.load(open(os.path.join(out, 'outputs.json'))).get('deltas', []):
+        for r in read_records(os.path.join(out, 'delta', build, 'records')):
+            if r['kind'] == 'deletion':
+                recs.pop(r['url'], None)
+            else:
+                recs[r['url']] = r
+    return recs
+
+
 def read_xml(folder):
     """{url: xml text} from xml/part-*."""
     out = {}

@@ -10,7 +10,8 @@ from lxml import etree
 from drivers.crawl import Crawl, CrawlError
 from drivers.fixture_site import ROBOTS, _links, _page
 from jobs.lib.sites import resolve as sites_resolve
-from tests.conftest import ROOT, at, crawl_site, read_records, read_xml, test_conf
+from tests.conftest import (ROOT, at, crawl_site, current_merged, current_xml, read_records,
+                            read_xml, test_conf)
 from tests.test_inverted_index import run_index
 
 
@@ -54,9 +55,13 @@ def _cycle2(site):
     site.robots = ROBOTS + b'Disallow: /t/robots.html\n'
 
 
-def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
+@pytest.mark.parametrize('compact_ratio', ['0.5', '0'])
+def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path, compact_ratio):
+    """With merge.compact_ratio 0.5 (the default) the second cycle's outputs are a delta
+    over the first's; with 0 they are rebuilt in full. Both describe the same crawl."""
     site.overrides.update(CYCLE1)
-    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0',
+                     'merge.compact_ratio=' + compact_ratio)
     out, first = crawl_site(site, tmp_path, conf, depth=1)
     base = site.url('')
     xml1 = read_xml(os.path.join(out, 'xml'))
@@ -77,8 +82,16 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
     c2 = json.load(open(os.path.join(out, 'cycles', '002.json')))
     assert c2['first_layer'] == 2 and c2['finished'] is True
 
-    # The full outputs describe the crawl as it now stands.
-    xml2 = read_xml(os.path.join(out, 'xml'))
+    # The outputs describe the crawl as it now stands: xml/ in full, or xml/ of the
+    # first build with the second's delta (OUT/outputs.json says which).
+    outputs = json.load(open(os.path.join(out, 'outputs.json')))
+    xml2 = current_xml(out)
+    if compact_ratio == '0':
+        assert outputs['mode'] == 'full' and outputs['deltas'] == []
+        assert read_xml(os.path.join(out, 'xml')) == xml2
+    else:
+        assert outputs['mode'] == 'delta' and outputs['deltas'] == ['002']
+        assert outputs['base'] == '001' and read_xml(os.path.join(out, 'xml')) == xml1
     for gone in ('/t/gone.html', '/t/noindex.html', '/t/moved.html', '/t/robots.html',
                  '/t/dupe-copy.html'):
         assert base + gone not in xml2, gone
@@ -101,7 +114,7 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
     # '/' (a new link), the edit, the new pages, and the page whose duplicate group grew.
     assert pages == {'/', '/t/edit.html', '/t/new.html', '/t/target.html', '/t/same.html'}
     assert delta[base + '/t/same.html'] == xml2[base + '/t/same.html']
-    merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+    merged = current_merged(out)
     assert merged[base + '/t/same.html']['duplicates'] == [base + '/t/dupe-copy.html']
     assert merged[base + '/t/target.html']['duplicates'] == [base + '/t/moved.html']
     schema = etree.XMLSchema(etree.parse(os.path.join(ROOT, 'conf', 'page.xsd')))
@@ -128,7 +141,10 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path):
         f.writelines(json.dumps(e) + '\n' for e in base_index.values())
     updated, counters = run_index('inline', '--apply-delta', index1,
                                   os.path.join(out, 'delta', '002', 'xml'))
-    full, _ = run_index('inline', os.path.join(out, 'xml'))
+    xml2_file = str(tmp_path / 'xml2.xml')
+    with open(xml2_file, 'w') as f:
+        f.writelines('%s\t%s\n' % kv for kv in sorted(xml2.items()))
+    full, _ = run_index('inline', xml2_file)
     assert updated == full and 'rivers' in full
     assert counters['applied_deletion_total'] == 5
     assert not any(p['url'] == base + '/t/gone.html'
@@ -144,7 +160,7 @@ def test_the_join_writes_the_delta_the_delta_job_writes(site, tmp_path):
     from jobs.merge_join import MRMergeJoin
     from tests.test_jobs import run_job
     site.overrides.update(CYCLE1)
-    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0', 'merge.compact_ratio=0')
     out, _ = crawl_site(site, tmp_path, conf, depth=1)
     previous = {name: read_records(os.path.join(out, name)) for name in ('signatures',
                                                                          'merged')}
@@ -183,6 +199,75 @@ def test_the_join_writes_the_delta_the_delta_job_writes(site, tmp_path):
         assert counters['delta']['deleted_total'] == 5
 
 
+def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_path):
+    """The same two cycles crawled into two folders, one adding its second build as a
+    delta over the first (the default), one rebuilding in full (compact_ratio 0): their
+    deltas and the documents they describe are the same, while the delta build read no
+    page of the first cycle: unchanged pages' records were not read, and those with new
+    folds or anchors were read back from the first build's merged/ by their place."""
+    from jobs.lib.deltas import signature
+    site.overrides.update(CYCLE1)
+    links = ['/t/%s.html' % p for p in ('edit', 'gone', 'noindex', 'moved', 'same',
+                                         'robots', 'dupe-copy')]
+    site.overrides['/'] = _page('Home', _links(*links, '/t/still.html'))
+    site.overrides['/t/still.html'] = _body('Still', 'a page that nothing changes')
+    for mode in ('delta', 'full'):
+        (tmp_path / mode).mkdir()
+    confs = {mode: test_conf('politeness.delay=0.02', 'recrawl.interval=0',
+                             'merge.compact_ratio=' + ratio)
+             for mode, ratio in (('delta', '0.5'), ('full', '0'))}
+    outs = {mode: crawl_site(site, tmp_path / mode, conf, depth=1)[0]
+            for mode, conf in confs.items()}
+    _cycle2(site)
+    site.overrides['/'] = _page('Home', _links(*links, '/t/new.html', '/t/still.html'))
+    for mode, conf in confs.items():
+        crawl_site(site, tmp_path / mode, conf, depth=1)
+
+    def view(out):
+        return {url: signature(r) for url, r in current_merged(out).items()}
+
+    def delta(out):
+        return {r['url']: signature(r) if r['kind'] == 'merged' else r['reason']
+                for r in read_records(os.path.join(out, 'delta', '002', 'records'))}
+
+    assert view(outs['delta']) == view(outs['full'])
+    assert delta(outs['delta']) == delta(outs['full'])
+    steps = os.path.join(outs['delta'], 'steps')
+    join = json.load(open(os.path.join(steps, 'mergejoin.json')))['counters']['merge_join']
+    # '/t/same.html' (304, a new duplicate) is read back; the home page was edited.
+    assert join['stored_reread_total'] >= 1 and join.get('leader_not_stored_total', 0) == 0
+    assert join['stored_reused_total'] == 1       # /t/still.html: 304, the same map
+    outputs = json.load(open(os.path.join(outs['delta'], 'outputs.json')))
+    assert outputs['changes'] == len(delta(outs['delta'])) and outputs['store'] == 1
+    sigs = {r['url']: r for r in read_records(os.path.join(outs['delta'], 'signatures'))}
+    assert set(sigs) == set(view(outs['delta']))
+    assert {r['at'][0].rsplit('/', 1)[0] for r in sigs.values()} == {
+        'merged', 'delta/002/records'}
+
+
+def test_deltas_past_the_compact_ratio_rebuild_the_outputs_in_full(site, tmp_path):
+    """A third cycle after deltas that changed more than merge.compact_ratio of the
+    base's pages rewrites merged/ and xml/ in full, with its own delta as before."""
+    site.overrides.update(CYCLE1)
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0',
+                     'merge.compact_ratio=0.1')
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
+    _cycle2(site)
+    crawl_site(site, tmp_path, conf, depth=1)
+    second = json.load(open(os.path.join(out, 'outputs.json')))
+    assert second['mode'] == 'delta' and second['changes'] > 0.1 * second['base_pages']
+    before = current_xml(out)
+    site.overrides['/t/edit.html'] = _body('Edited', 'third edition of a page about rivers')
+    crawl_site(site, tmp_path, conf, depth=1)
+    third = json.load(open(os.path.join(out, 'outputs.json')))
+    assert third['mode'] == 'full' and third['base'] == '003' and third['deltas'] == []
+    xml3 = read_xml(os.path.join(out, 'xml'))
+    assert 'third edition' in xml3[site.url('/t/edit.html')]
+    assert set(xml3) == set(before)
+    assert set(read_xml(os.path.join(out, 'delta', '003', 'xml'))) == {
+        site.url('/t/edit.html')}
+
+
 def test_a_deeper_rerun_fetches_only_the_new_layer_and_rebuilds_outputs(site, tmp_path):
     conf = test_conf('politeness.delay=0.02')
     out, first = crawl_site(site, tmp_path, conf, depth=1)
@@ -195,7 +280,7 @@ def test_a_deeper_rerun_fetches_only_the_new_layer_and_rebuilds_outputs(site, tm
     paths = [r['path'] for r in site.requests[mark:] if r['path'] != '/robots.txt']
     assert '/a/1.html' in paths and '/' not in paths and '/a.html' not in paths
     assert len(paths) == len(set(paths))
-    xml2 = read_xml(os.path.join(out, 'xml'))
+    xml2 = current_xml(out)
     assert base + '/a/1.html' in xml2 and set(xml1) < set(xml2)
     assert second['depth'] == 2
     assert len(second['layers']) == len(first['layers']) + 1
@@ -250,7 +335,7 @@ def test_a_page_the_changed_filters_exclude_is_deleted_without_a_request(site, t
     crawl_site(site, tmp_path, conf, depth=1)
     asked = {r['path'] for r in site.requests[mark:]}
     assert '/t/same.html' not in asked and '/t/edit.html' in asked
-    assert base + '/t/same.html' not in read_xml(os.path.join(out, 'xml'))
+    assert base + '/t/same.html' not in current_xml(out)
     delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))
     doc = etree.fromstring(delta[base + '/t/same.html'].encode('utf-8'))
     assert doc.tag == 'deletion' and doc.get('reason') == 'filtered'

@@ -404,7 +404,12 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
 
     # Same pages in xml/ (read from HDFS as a downstream job would) and same documents,
     # after the second cycle: the new seed's page besides; the delta holds it alone.
+    # xml/ is the first build, and OUT/outputs.json lists the delta over it.
+    outputs = json.loads(fs.read_text(out_uri + '/outputs.json'))
+    assert outputs['mode'] == 'delta' and outputs['deltas'] == ['002']
     hadoop_xml = hdfs_xml(fs, out_uri + '/xml')
+    assert new_url not in hadoop_xml
+    hadoop_xml.update(hdfs_xml(fs, out_uri + '/delta/002/xml'))
     assert new_url in hadoop_xml and {'/', '/hidden/3.html'} <= cycle_paths
     same_xml({u: d for u, d in hadoop_xml.items() if u != new_url}, local_xml)
     assert set(hdfs_xml(fs, out_uri + '/delta/002/xml')) == {new_url}

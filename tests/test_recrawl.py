@@ -4,7 +4,7 @@ import os
 from drivers.crawl import Crawl
 from drivers.fixture_site import _page
 
-from tests.conftest import crawl_site, at, read_records, read_xml, test_conf
+from tests.conftest import crawl_site, at, current_xml, read_records, read_xml, test_conf
 
 DAY = 86400.0
 
@@ -60,7 +60,7 @@ def test_recrawl_fetches_due_pages_and_adapts_intervals(site, tmp_path):
     # /dup.html was folded into /b.html: b's duplicate group changed, and no page of
     # its own is deleted.
     assert base + '/b.html' in delta and base + '/dup.html' not in delta
-    assert 'new edition' in read_xml(os.path.join(out, 'xml'))[base + '/a.html']
+    assert 'new edition' in current_xml(out)[base + '/a.html']
 
     db = _newest_db(out)
     assert db[base + '/a.html']['fetch_interval'] == 7 * DAY / 2     # changed: halved

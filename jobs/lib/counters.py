@@ -150,6 +150,13 @@ JOIN_MAP_WITHOUT_PAGE = 'map_without_page_total'  #: a merge_map record with no 
 #: (out/ changed between the two jobs): no merged record for it
 JOIN_FETCH_NOT_FOUND = 'map_fetch_not_found_total'  #: the fetch a merge_map record names is
 #: not among its URL's pages in out/* (meta/ and out/ disagree): its latest fetch is used
+# An incremental build's join (--incremental): pages whose fetch is in no new layer
+JOIN_REUSED = 'stored_reused_total'    #: the same fetch and merge_map record: the stored
+#: merged record stands, unread
+JOIN_REREAD = 'stored_reread_total'    #: the same fetch, other folds or anchors: the stored
+#: merged record read back by its place
+JOIN_NOT_STORED = 'leader_not_stored_total'  #: no stored record of the fetch it leads with: the
+#: build is made in full instead
 RESOURCES_NOT_FETCHED = 'resources_not_fetched_total'  #: resources a leader's page names with
 #: no fetched record (listed with status null, reason not_fetched)
 

@@ -40,11 +40,42 @@ def signature(rec):
     return hashlib.sha1(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def signature_record(rec, build):
+def signature_record(rec, build, fetch=None, map_signature=None, at=None, named=None):
     """The ``signature`` record of a merged record: all a later build's delta needs of
-    it (MRMergeJoin writes them to signatures/, a few dozen bytes a page)."""
-    return {'kind': 'signature', 'url': rec['url'], 'signature': signature(rec),
-            'build': build}
+    it (MRMergeJoin writes them to signatures/, a few dozen bytes a page). With a
+    merged record store (the join's --merged-dir or an incremental build): also the
+    fetch it was made from, its merge_map record's :func:`map_signature`, where it is
+    stored (*at*: [file relative to the crawl folder, offset, length]) and the
+    resources its page names (*named*), so that a later build joins it again without
+    reading any page: :func:`unchanged_map`."""
+    sig = {'kind': 'signature', 'url': rec['url'], 'signature': signature(rec),
+           'build': build}
+    if at is not None:
+        sig.update(fetch=fetch, map=map_signature, at=list(at))
+        if named:
+            sig['named'] = named
+    return sig
+
+
+def map_signature(map_rec):
+    """Digest of a merge_map record: what MRMerge attaches to a page (its folds,
+    anchors, resources, SimHash, and which fetch it takes)."""
+    kept = {k: v for k, v in map_rec.items() if k != 'kind'}
+    return hashlib.sha1(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)).hexdigest()[:20]
+
+
+def stored(old, map_rec):
+    """How an incremental build gets the merged record of *map_rec*'s page when its
+    fetch is not among the cycle's pages, from *old*, the previous build's signature
+    record (or None): REUSE (the same fetch and merge_map record: the stored record
+    stands as it is), REREAD (the same fetch, other folds or anchors: the stored record
+    read back, the map applied again) or None (no stored record of that fetch)."""
+    if not old or not old.get('at') or old.get('fetch') != map_rec.get('fetch'):
+        return None
+    return REUSE if old.get('map') == map_signature(map_rec) else REREAD
+
+
+REUSE, REREAD = 'reuse', 'reread'
 
 
 def old_signature(rec):

@@ -112,9 +112,14 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     and duplicates, near_duplicates, canonical_duplicates, simhash, anchors, resources
     as in ``merged``.
 
-``signature`` (signatures/, MRMergeJoin): one per ``merged`` record: url, signature
-    (str: SHA-1 of what its XML document carries, jobs.lib.deltas.signature), build:
-    what the next build's delta compares.
+``signature`` (signatures/, MRMergeJoin): one per page of the crawl as it stands: url,
+    signature (str: SHA-1 of what its XML document carries, jobs.lib.deltas.signature),
+    build (the build that wrote its merged record), fetch (its merge_map record's),
+    map (str: digest of that merge_map record, jobs.lib.deltas.map_signature), at
+    ([file relative to the crawl folder, byte offset, length]: its merged record, in
+    merged/ or delta/CCC/records/), named (list of {name, url}, when its page names
+    resources): what the next build's delta compares, and what lets an incremental
+    build join the page again without reading any page (MRMergeJoin --incremental).
 
 ``merged`` (merged/, MRMergeJoin from merge_map/ and out/*): one per distinct page
     the page fields of the canonical URL's latest fetch (without body or raw_body),
