@@ -241,20 +241,21 @@ class MergeDriver:
         c = self.crawl
         if c.fs.exists(c.path('merged')):       # joined and moved in an earlier run
             return merge_step(group, c.report.load_step('mergejoin'))
-        args, inputs = ['--build', build, '--store-name', 'merged'], [
-            c.path('merge_map')] + sources
-        sides = self.sides('merged', 'xml', 'signatures', 'delta')
+        args, inputs = ['--build', build, '--store-name', 'merged', '--pages-name',
+                        'store/' + build], [c.path('merge_map')] + sources
+        sides = self.sides('merged', 'xml', 'signatures', 'delta', 'pages')
         previous = self.previous()
         delta = c.path('delta', build)
         with_delta = bool(previous and not c.fs.exists(delta))
         for name, option in (('merged', '--merged-dir'), ('xml', '--xml-dir'),
-                             ('signatures', '--signature-dir')):
+                             ('signatures', '--signature-dir'), ('pages', '--pages-dir')):
             args += c.task_path_args(option, sides[name])
         if with_delta:
             args += c.task_path_args('--delta-dir', sides['delta'])
             inputs.append(previous)
         fresh, join = self.run_join(inputs, args, sides)
-        moves = [('xml', c.path('xml')), ('signatures', c.path('signatures'))]
+        moves = [('pages', c.path('store', build)), ('xml', c.path('xml')),
+                 ('signatures', c.path('signatures'))]
         if with_delta:
             moves.append(('delta', delta))
         if fresh:
@@ -267,6 +268,9 @@ class MergeDriver:
                 c.report.save_step('delta-' + build, changes)
                 self.delta_progress(changes)
         self.move_sides(sides, moves + [('merged', c.path('merged'))])
+        for name in c.fs.listdir(c.path('store')):
+            if name != build:       # no signature names an earlier build's store now
+                c.fs.rm(c.path('store', name))
         if fresh:
             self.record_outputs(store=1, base_pages=join['counters'].get(
                 C.MERGE_JOIN, {}).get(C.JOIN_MERGED, 0), changes=0)
@@ -284,11 +288,13 @@ class MergeDriver:
         delta = c.path('delta', build)
         if c.fs.exists(delta) and c.fs.exists(c.path('signatures')):
             return merge_step(group, c.report.load_step('mergejoin'))
-        sides = self.sides('signatures', 'delta')
+        sides = self.sides('signatures', 'delta', 'pages')
         args = ['--build', build, '--incremental', '--store-name',
-                'delta/%s/records' % build] + c.task_path_args('--crawl-root', c.out) + \
+                'delta/%s/records' % build, '--pages-name', 'store/' + build] + \
+            c.task_path_args('--crawl-root', c.out) + \
             c.task_path_args('--delta-dir', sides['delta']) + \
-            c.task_path_args('--signature-dir', sides['signatures'])
+            c.task_path_args('--signature-dir', sides['signatures']) + \
+            c.task_path_args('--pages-dir', sides['pages'])
         fresh, join = self.run_join([c.path('merge_map'), self.previous()] + new_sources,
                                     args, sides)
         missing = join['counters'].get(C.MERGE_JOIN, {}).get(C.JOIN_NOT_STORED, 0)
@@ -307,7 +313,8 @@ class MergeDriver:
             c.report.save_step('mergejoin', join)
             c.report.save_step('delta-' + build, changes)
             self.delta_progress(changes)
-        self.move_sides(sides, [('signatures', c.path('signatures')), ('delta', delta)])
+        self.move_sides(sides, [('pages', c.path('store', build)),
+                                ('signatures', c.path('signatures')), ('delta', delta)])
         n = c.report.load_step('delta-' + build)['counters'].get(C.DELTA, {})
         self.record_outputs(changes=self.outputs()['changes_before'] + sum(
             n.get(k, 0) for k in (C.DELTA_ADDED, C.DELTA_CHANGED, C.DELTA_DELETED)))

@@ -76,6 +76,15 @@ class MRMergeJoin(CrawlJob):
                               'per reduce task, instead of the job\'s output, so that each '
                               'one\'s place is known: the signature records name it (with '
                               '--signature-dir). Default: off.')
+        self.add_passthru_arg('--pages-dir', default=None,
+                              help='Also keep the page record of each URL that leads no '
+                              'page (folded into another) in this folder, one file per '
+                              'reduce task, named by a ``stored`` record among the '
+                              'signatures: a later build where it leads reads it back. '
+                              'Default: off.')
+        self.add_passthru_arg('--pages-name', default='store',
+                              help='The folder, relative to --crawl-root, that '
+                              '--pages-dir ends up in. Default: %(default)s')
         self.add_passthru_arg('--store-name', default='merged',
                               help='The folder, relative to --crawl-root, that the merged '
                               'records (--merged-dir, or the delta\'s records/ when '
@@ -106,7 +115,10 @@ class MRMergeJoin(CrawlJob):
         o = self.options
         self.doc_key_value = doc_key_value
         self.xml = self.signatures = self.delta_records = self.delta_xml = None
-        self.store = self.store_file = None
+        self.store = self.store_file = self.pages = None
+        if o.pages_dir:
+            self.pages = self.side(o.pages_dir)
+            self.pages_file = '%s/%s' % (o.pages_name.strip('/'), self.pages.name)
         if o.merged_dir:
             self.store = self.side(o.merged_dir)
         if o.xml_dir:
@@ -136,6 +148,8 @@ class MRMergeJoin(CrawlJob):
                 sink.commit()
         if self.options.merged_dir:
             self.store.commit()
+        if self.pages is not None:
+            self.pages.commit()
         return ()
 
     def mapper_by_url(self, _, line):
@@ -143,7 +157,7 @@ class MRMergeJoin(CrawlJob):
         For the delta (--delta-dir) also: (URL folded into a page, its page), (url, its
         fetch: deltas.current) and (url, its old signature)."""
         delta = self.options.delta_dir
-        for rec in self.records(line, 'page', 'merge_map', 'signature', 'merged'):
+        for rec in self.records(line, 'page', 'merge_map', 'signature', 'merged', 'stored'):
             kind = rec['kind']
             if kind == 'merge_map':
                 yield rec['url'], {'map': rec}
@@ -154,7 +168,7 @@ class MRMergeJoin(CrawlJob):
             if kind != 'page':           # the previous build's: prev_signatures/ or
                 if self.options.incremental:     # prev_merged/
                     yield rec['url'], {'old': rec}
-                elif delta:
+                elif delta and kind != 'stored':
                     yield rec['url'], {'old': D.old_signature(rec)}
                 else:
                     self.count(C.UNEXPECTED_RECORD)
@@ -187,6 +201,8 @@ class MRMergeJoin(CrawlJob):
                 old = v['old']
             else:
                 folded = v['folded']
+        if found is None and pages and self.pages is not None:
+            self.keep_page(url, pages)
         page, named = self.join(url, found, pages)
         new_signature = None
         if page is not None:
@@ -206,6 +222,18 @@ class MRMergeJoin(CrawlJob):
 
     def stored_at(self, place):
         return [self.store_file, place[0], place[1]]
+
+    def keep_page(self, url, pages):
+        """The latest of the page records of *url*, which leads no page now, into the
+        page store (--pages-dir), named by a ``stored`` record: the fetch MRMerge
+        takes for it on the day it leads."""
+        page = max(pages, key=M.latest_key)
+        named = [{'name': n.get('name'), 'url': n['url']}
+                 for n in page.get('resources') or () if n.get('url')]
+        at = self.pages.add(page)
+        self.count(C.JOIN_PAGES_KEPT)
+        self.signatures.add(D.stored_record(url, list(M.latest_key(page)),
+                                            [self.pages_file, at[0], at[1]], named))
 
     def reducer_incremental(self, url, values):
         """--incremental: (url, its map record, its previous signature record, this
@@ -227,7 +255,11 @@ class MRMergeJoin(CrawlJob):
         cur = cur and cur[1]
         if found is None:
             self.count(C.JOIN_FETCHES_DROPPED, len(pages))
-            self.delta(url, None, None, old and old['signature'], cur, folded)
+            self.delta(url, None, None, old and old.get('signature'), cur, folded)
+            if pages:
+                self.keep_page(url, pages)
+            elif old and old.get('at'):
+                self.signatures.add(D.as_stored(old))
             return
         fetch = found.get('fetch')
         mine = [p for p in pages if list(M.latest_key(p)) == list(fetch or ())]
@@ -248,13 +280,14 @@ class MRMergeJoin(CrawlJob):
             self.count(C.JOIN_NOT_STORED)
             return
         sig = D.signature(page)
-        if old and old['signature'] == sig:
+        if old and old.get('signature') == sig:
             self.count(C.DELTA_UNCHANGED, 1, C.DELTA)
             self.signatures.add(dict(old, fetch=fetch, map=D.map_signature(found)))
             return
         at = self.stored_at(self.store.add(page))   # the delta's records/: its record
         self.delta_xml.add_line(b'\t'.join(self.doc_key_value(page)))
-        self.count(C.DELTA_CHANGED if old else C.DELTA_ADDED, 1, C.DELTA)
+        self.count(C.DELTA_CHANGED if old and old.get('signature') else C.DELTA_ADDED, 1,
+                   C.DELTA)
         self.signatures.add(D.signature_record(page, self.options.build, fetch,
                                                D.map_signature(found), at, named))
         yield from ()

@@ -203,14 +203,18 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
     """The same two cycles crawled into two folders, one adding its second build as a
     delta over the first (the default), one rebuilding in full (compact_ratio 0): their
     deltas and the documents they describe are the same, while the delta build read no
-    page of the first cycle: unchanged pages' records were not read, and those with new
-    folds or anchors were read back from the first build's merged/ by their place."""
+    page of the first cycle: unchanged pages' records were not read, those with new
+    folds or anchors were read back from the first build's merged/ by their place, and
+    a copy that leads once its original changed was read back from the page store."""
     from jobs.lib.deltas import signature
     site.overrides.update(CYCLE1)
     links = ['/t/%s.html' % p for p in ('edit', 'gone', 'noindex', 'moved', 'same',
-                                         'robots', 'dupe-copy')]
-    site.overrides['/'] = _page('Home', _links(*links, '/t/still.html'))
+                                         'robots', 'dupe-copy', 'still', 'pair',
+                                         'pair-copy')]
+    site.overrides['/'] = _page('Home', _links(*links))
     site.overrides['/t/still.html'] = _body('Still', 'a page that nothing changes')
+    pair = _body('Pair', 'a page about valleys with a copy at a longer URL')
+    site.overrides['/t/pair.html'] = site.overrides['/t/pair-copy.html'] = pair
     for mode in ('delta', 'full'):
         (tmp_path / mode).mkdir()
     confs = {mode: test_conf('politeness.delay=0.02', 'recrawl.interval=0',
@@ -218,8 +222,12 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
              for mode, ratio in (('delta', '0.5'), ('full', '0'))}
     outs = {mode: crawl_site(site, tmp_path / mode, conf, depth=1)[0]
             for mode, conf in confs.items()}
+    first = current_merged(outs['delta'])
+    assert site.url('/t/pair-copy.html') in first[site.url('/t/pair.html')]['duplicates']
     _cycle2(site)
-    site.overrides['/'] = _page('Home', _links(*links, '/t/new.html', '/t/still.html'))
+    site.overrides['/'] = _page('Home', _links(*links, '/t/new.html'))
+    site.overrides['/t/pair.html'] = _body('Pair', 'the original page about valleys, now '
+                                                    'rewritten, no longer the same')
     for mode, conf in confs.items():
         crawl_site(site, tmp_path / mode, conf, depth=1)
 
@@ -232,17 +240,24 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
 
     assert view(outs['delta']) == view(outs['full'])
     assert delta(outs['delta']) == delta(outs['full'])
+    assert site.url('/t/pair-copy.html') in delta(outs['delta'])      # a page of its own
+    outputs = json.load(open(os.path.join(outs['delta'], 'outputs.json')))
+    assert outputs['mode'] == 'delta'           # no page was missing: no full rebuild
     steps = os.path.join(outs['delta'], 'steps')
     join = json.load(open(os.path.join(steps, 'mergejoin.json')))['counters']['merge_join']
-    # '/t/same.html' (304, a new duplicate) is read back; the home page was edited.
-    assert join['stored_reread_total'] >= 1 and join.get('leader_not_stored_total', 0) == 0
-    assert join['stored_reused_total'] == 1       # /t/still.html: 304, the same map
-    outputs = json.load(open(os.path.join(outs['delta'], 'outputs.json')))
+    # /t/same.html (304, a new duplicate) and /t/pair-copy.html (304, leading now) are
+    # read back; /t/still.html (304, the same folds and anchors) is not read at all.
+    assert join['stored_reread_total'] == 2 and 'leader_not_stored_total' not in join
+    assert join['stored_reused_total'] == 1
     assert outputs['changes'] == len(delta(outs['delta'])) and outputs['store'] == 1
-    sigs = {r['url']: r for r in read_records(os.path.join(outs['delta'], 'signatures'))}
-    assert set(sigs) == set(view(outs['delta']))
-    assert {r['at'][0].rsplit('/', 1)[0] for r in sigs.values()} == {
+    sigs = [r for r in read_records(os.path.join(outs['delta'], 'signatures'))]
+    pages = {r['url']: r for r in sigs if r['kind'] == 'signature'}
+    assert set(pages) == set(view(outs['delta']))
+    assert {r['at'][0].rsplit('/', 1)[0] for r in pages.values()} == {
         'merged', 'delta/002/records'}
+    # Pages folded into another now keep their place too, for the day they lead.
+    folded = {r['url'] for r in sigs if r['kind'] == 'stored'}
+    assert site.url('/t/dupe-copy.html') in folded
 
 
 def test_deltas_past_the_compact_ratio_rebuild_the_outputs_in_full(site, tmp_path):

@@ -155,6 +155,8 @@ JOIN_REUSED = 'stored_reused_total'    #: the same fetch and merge_map record: t
 #: merged record stands, unread
 JOIN_REREAD = 'stored_reread_total'    #: the same fetch, other folds or anchors: the stored
 #: merged record read back by its place
+JOIN_PAGES_KEPT = 'folded_pages_kept_total'  #: page records of URLs folded into another
+#: page kept in the page store (store/BUILD), for a later build where they lead
 JOIN_NOT_STORED = 'leader_not_stored_total'  #: no stored record of the fetch it leads with: the
 #: build is made in full instead
 RESOURCES_NOT_FETCHED = 'resources_not_fetched_total'  #: resources a leader's page names with

@@ -57,6 +57,23 @@ def signature_record(rec, build, fetch=None, map_signature=None, at=None, named=
     return sig
 
 
+def stored_record(url, fetch, at, named=None):
+    """A ``stored`` record (signatures/): where the page record of *url* that is no page
+    of its own now (folded into another) is kept (*at*, as in a signature record), and
+    of which fetch, so that a later build in which it leads reads it back
+    (:func:`stored`) instead of every layer's pages."""
+    rec = {'kind': 'stored', 'url': url, 'fetch': fetch, 'at': list(at)}
+    if named:
+        rec['named'] = named
+    return rec
+
+
+def as_stored(old):
+    """The ``stored`` record of a page that was one (*old*, its signature or stored
+    record) and is folded into another now: its record stays where it is."""
+    return stored_record(old['url'], old.get('fetch'), old['at'], old.get('named'))
+
+
 def map_signature(map_rec):
     """Digest of a merge_map record: what MRMerge attaches to a page (its folds,
     anchors, resources, SimHash, and which fetch it takes)."""
@@ -72,6 +89,8 @@ def stored(old, map_rec):
     read back, the map applied again) or None (no stored record of that fetch)."""
     if not old or not old.get('at') or old.get('fetch') != map_rec.get('fetch'):
         return None
+    if old['kind'] == 'stored':
+        return REREAD
     return REUSE if old.get('map') == map_signature(map_rec) else REREAD
 
 
@@ -80,7 +99,10 @@ REUSE, REREAD = 'reuse', 'reread'
 
 def old_signature(rec):
     """The previous build's signature of a ``signature`` record (prev_signatures/) or
-    of a ``merged`` record (prev_merged/, a build of an earlier version)."""
+    of a ``merged`` record (prev_merged/, a build of an earlier version); None for a
+    ``stored`` record (no page of its own)."""
+    if rec['kind'] == 'stored':
+        return None
     return rec['signature'] if rec['kind'] == 'signature' else signature(rec)
 
 

@@ -121,6 +121,10 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     resources): what the next build's delta compares, and what lets an incremental
     build join the page again without reading any page (MRMergeJoin --incremental).
 
+``stored`` (signatures/, MRMergeJoin): a URL folded into another page: url, fetch, at
+    (its latest page record, in store/BUILD/, or its merged record from when it led),
+    named: what a later build in which it leads reads back.
+
 ``merged`` (merged/, MRMergeJoin from merge_map/ and out/*): one per distinct page
     the page fields of the canonical URL's latest fetch (without body or raw_body),
     plus duplicates (list of str: the other URLs
