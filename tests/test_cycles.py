@@ -260,6 +260,44 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
     assert site.url('/t/dupe-copy.html') in folded
 
 
+def test_a_delta_build_killed_after_its_join_resumes_without_joining_again(
+        site, tmp_path, monkeypatch):
+    """A run that dies while the delta join's files move into place (one moved, the
+    rest not): rerunning the same command moves the rest without running the join
+    again, and the outputs are whole."""
+    from drivers.merge_driver import MergeDriver
+    site.overrides.update(CYCLE1)
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
+    _cycle2(site)
+    real, calls = MergeDriver.move_sides, []
+
+    def dies_once(self, sides, moves):
+        if not calls:
+            calls.append(moves)
+            real(self, sides, moves[:1])
+            raise RuntimeError('killed')
+        return real(self, sides, moves)
+
+    monkeypatch.setattr(MergeDriver, 'move_sides', dies_once)
+    with pytest.raises(RuntimeError):
+        crawl_site(site, tmp_path, conf, depth=1)
+    assert not os.path.exists(os.path.join(out, 'delta', '002'))
+    joined = os.stat(os.path.join(out, 'steps', 'mergejoin.json')).st_mtime_ns
+    mark = len(site.requests)
+    crawl_site(site, tmp_path, conf, depth=1)
+    assert len(site.requests) == mark                   # nothing fetched again
+    assert os.stat(os.path.join(out, 'steps', 'mergejoin.json')).st_mtime_ns == joined
+    outputs = json.load(open(os.path.join(out, 'outputs.json')))
+    assert outputs['mode'] == 'delta' and outputs['deltas'] == ['002']
+    assert outputs['changes'] == len(read_xml(os.path.join(out, 'delta', '002', 'xml')))
+    docs = current_xml(out)
+    assert 'new edition' in docs[site.url('/t/edit.html')]
+    assert site.url('/t/gone.html') not in docs
+    sigs = read_records(os.path.join(out, 'signatures'))
+    assert {r['url'] for r in sigs if r['kind'] == 'signature'} == set(docs)
+
+
 def test_deltas_past_the_compact_ratio_rebuild_the_outputs_in_full(site, tmp_path):
     """A third cycle after deltas that changed more than merge.compact_ratio of the
     base's pages rewrites merged/ and xml/ in full, with its own delta as before."""
