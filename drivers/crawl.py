@@ -481,7 +481,8 @@ class Crawl:
         drawn beside the merge, drivers/beside.py); OUT/tmp goes."""
         done = cycles.all()
         build = self.merger.built() if merge is not None else None
-        report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build)
+        report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build,
+                                   self.merger.outputs() if merge is not None else None)
         self.progress(self.report.format_summary(report))
         try:
             from drivers.report_html import write_report_html

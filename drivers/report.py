@@ -87,7 +87,8 @@ class Report:
             cells.append('%9s' % ('%.1f' % v if isinstance(v, float) else v))
         return ' '.join(cells)
 
-    def write(self, layers, merge, xml, stopped, index=None, cycles=None, build=None):
+    def write(self, layers, merge, xml, stopped, index=None, cycles=None, build=None,
+              outputs=None):
         report = {
             'out': self.out, 'runner': self.runner, 'depth': self.depth,
             'finished_at': time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime()),
@@ -113,8 +114,11 @@ class Report:
                                'canonical_duplicates': m.get(C.CANONICAL_DUPLICATES, 0),
                                'seconds': merge['seconds']}
         if xml is not None:
+            # xml/ is the base build; the deltas since apply over it (OUT/outputs.json).
+            outputs = outputs or {}
             report['xml'] = {'documents': xml['counters'].get(C.XML, {}).get(C.XML_DOCS, 0),
-                             'seconds': xml['seconds']}
+                             'seconds': xml['seconds'], 'base': outputs.get('base', build),
+                             'deltas': outputs.get('deltas', [])}
         if index is not None:
             report['index'] = {'rows': index.get('rows', 0), 'hosts': index.get('hosts', 0),
                                'files': index.get('files', 0), 'seconds': index['seconds']}
@@ -144,8 +148,10 @@ class Report:
                                                 m.get('near_duplicates', 0),
                                                 m.get('canonical_duplicates', 0)))
         if 'xml' in report:
-            lines.append('xml documents: %d in %s/xml' % (report['xml']['documents'],
-                                                         report['out']))
+            x = report['xml']
+            lines.append('xml documents: %d in %s/xml%s' % (x['documents'], report['out'], (
+                ' (build %s), with delta/%s/xml applied over it in that order' % (
+                    x['base'], '/xml, delta/'.join(x['deltas']))) if x.get('deltas') else ''))
         if 'index' in report:
             lines.append('index: %d row(s) in %s/index, %d host row(s) in %s/hosts '
                          '(Parquet, by layer)' % (report['index']['rows'], report['out'],

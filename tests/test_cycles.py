@@ -92,6 +92,7 @@ def test_second_cycle_refreshes_grows_and_writes_the_delta(site, tmp_path, compa
     else:
         assert outputs['mode'] == 'delta' and outputs['deltas'] == ['002']
         assert outputs['base'] == '001' and read_xml(os.path.join(out, 'xml')) == xml1
+        assert second['xml']['base'] == '001' and second['xml']['deltas'] == ['002']
     for gone in ('/t/gone.html', '/t/noindex.html', '/t/moved.html', '/t/robots.html',
                  '/t/dupe-copy.html'):
         assert base + gone not in xml2, gone
