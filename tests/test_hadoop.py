@@ -409,6 +409,7 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     assert outputs['mode'] == 'delta' and outputs['deltas'] == ['002']
     hadoop_xml = hdfs_xml(fs, out_uri + '/xml')
     assert new_url not in hadoop_xml
+    base_documents = len(hadoop_xml)
     hadoop_xml.update(hdfs_xml(fs, out_uri + '/delta/002/xml'))
     assert new_url in hadoop_xml and {'/', '/hidden/3.html'} <= cycle_paths
     same_xml({u: d for u, d in hadoop_xml.items() if u != new_url}, local_xml)
@@ -456,7 +457,8 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     assert [{k: r[k] for k in keys} for r in hadoop_report['layers'][:DEPTH + 1]] == \
         [{k: r[k] for k in keys} for r in local_report['layers']]
     assert len(hadoop_report['layers']) > DEPTH + 1           # and the second cycle's
-    assert hadoop_report['xml']['documents'] == len(hadoop_xml)
+    assert hadoop_report['xml']['documents'] == base_documents       # xml/: the base
+    assert hadoop_report['xml']['deltas'] == ['002']
     # One row per URL's current fetch after the second cycle, the new page's included.
     assert hadoop_report['index']['rows'] >= local_report['index']['rows'] > 0
     assert 'crawl summary' in summary
@@ -485,9 +487,13 @@ def test_following_inside_a_yarn_fetch_task(tmp_path):
     records in out/000, every in/ URL one record, nothing requested twice."""
     out_uri = 'hdfs:///mrcrawl-it/follow-%s' % uuid.uuid4().hex[:8]
     fs = WebHDFS.from_uri(out_uri)
+    from tests.pdfs import make_pdf
     with FixtureSite('127.0.0.2') as quick, FixtureSite('127.0.0.3') as slow:
+        # A PDF among the seeds: parsed by PDFium in its sandbox, inside a YARN container.
+        quick.overrides['/report.pdf'] = ('typed', 'application/pdf', make_pdf(
+            ['A report read on YARN'], title='YARN report', links=['/a.html']))
         seeds = tmp_path / 'seeds.txt'
-        seeds.write_text(quick.url('/') + '\n' + ''.join(
+        seeds.write_text(quick.url('/') + '\n' + quick.url('/report.pdf') + '\n' + ''.join(
             slow.url('/fault/delay?n=0.2&i=%d' % i) + '\n' for i in range(10)))
         mrcrawl_crawl(seeds, out_uri, 'hadoop', ['fetch.follow_hops=1', 'fetch.reducers=1'])
         for s in (quick, slow):
@@ -505,4 +511,8 @@ def test_following_inside_a_yarn_fetch_task(tmp_path):
     # The fetch lists made in the driver, the fetch itself in a YARN container.
     assert steps['runner'] in ('inline+hadoop', 'hadoop') and followed > 0
     assert steps['counters']['fetch']['followed_total'] > 0
+    pdf = [r for r in hdfs_records(fs, out_uri + '/out/000') if r['url'].endswith('.pdf')]
+    assert [(r['title'], r['text'], r.get('parse_error')) for r in pdf] == [
+        ('YARN report', 'A report read on YARN', None)]
+    assert pdf[0]['links'] and pdf[0]['links'][0]['url'].endswith('/a.html')
     fs.rm(out_uri)

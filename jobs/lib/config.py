@@ -185,6 +185,20 @@ def _validate(conf):
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
+    _validate_parsers(conf['parse'])
+
+
+def _validate_parsers(parse):
+    """parse.parsers load (jobs.lib.content); their limits are positive."""
+    from jobs.lib import content
+    for name in parse['parsers']:
+        try:
+            content.load(name)
+        except ValueError as e:
+            raise ConfigError('parse.parsers: %s' % e)
+    for key in ('parser_seconds', 'parser_memory_mb', 'pdf_max_pages'):
+        if parse[key] <= 0:
+            raise ConfigError('parse.%s must be > 0, got %r' % (key, parse[key]))
 
 
 def _validate_parse_settings(conf):

@@ -262,6 +262,17 @@ def sitemap_parsed(kind):
     return per('sitemap', kind)
 
 
+def content_parsed(parser):
+    """Documents a content parser read (jobs.lib.content): ``content_pdf_total``."""
+    return per('content', parser)
+
+
+def content_error(parser, why):
+    """Documents it could not read, by why: ``content_pdf_error_timeout_total``,
+    ``content_pdf_error_pdf_password_error_total``..."""
+    return per('content_%s_error' % parser, why)
+
+
 def per(prefix, what):
     """A counter named after a value: ``per('deleted', 'gone')`` -> ``deleted_gone_total``."""
     return '%s_%s_total' % (prefix, what)

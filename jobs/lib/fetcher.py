@@ -30,7 +30,7 @@ import itertools
 import socket
 import time
 
-from jobs.lib import counters as C, encoding, httpio, records as R, robots, urls
+from jobs.lib import content, counters as C, encoding, httpio, records as R, robots, urls
 from jobs.lib.httpio import NETWORK_ERRORS
 from jobs.lib.netpolicy import Blocked, Resolver
 from jobs.lib.politeness import OutOfBudget, Slot, TimeLimit, politeness_key
@@ -90,7 +90,8 @@ class HostFetcher:
         self.retry_backoff = fet['retry_backoff']
         self.max_retry_after = fet['max_retry_after']
         self.max_failures = fet['max_consecutive_failures']
-        self.keep_types = tuple(t.lower() for t in fet['keep_types'])
+        self.keep_types = tuple(t.lower() for t in fet['keep_types']) + \
+            content.Registry.for_conf(conf).types()    # what parse.parsers read
         #: warc.enabled: doc records carry what the WARC writer needs (``http``, ``warc_body``)
         self.warc = conf['warc']['enabled']
         self.max_url_length = conf['filter']['max_url_length']

@@ -100,10 +100,14 @@ class LinkFilter:
 
     @classmethod
     def for_conf(cls, conf):
-        """The link filter of a resolved configuration."""
-        return cls(conf['filter'], conf['fetch']['keep_types'])
+        """The link filter of a resolved configuration: also lets through the types and
+        extensions of its content parsers (parse.parsers, jobs.lib.content)."""
+        from jobs.lib import content
+        parsers = content.Registry.for_conf(conf)
+        return cls(conf['filter'], tuple(conf['fetch']['keep_types']) + parsers.types(),
+                   parsers.extensions())
 
-    def __init__(self, conf, keep_types=()):
+    def __init__(self, conf, keep_types=(), keep_extensions=()):
         self.max_len = conf['max_url_length']
         self.include = compile_patterns(conf['include'], 'filter.include')
         self.exclude = compile_patterns(conf['exclude'], 'filter.exclude')
@@ -112,7 +116,8 @@ class LinkFilter:
             raise FilterError('filter.scope must be one of %s, got %r' % (
                 ', '.join(SCOPES), self.scope))
         self.extensions = frozenset('.' + e.lower().lstrip('.')
-                                    for e in conf['deny_extensions']) - kept_extensions(keep_types)
+                                    for e in conf['deny_extensions']) - kept_extensions(
+            keep_types) - {'.' + e for e in keep_extensions}
         self.max_depth = conf['max_path_depth']
         self.max_repeats = conf['max_segment_repeats']
 

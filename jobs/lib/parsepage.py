@@ -19,8 +19,8 @@ MRParse (fetch.parse = false) calls it in its mapper; MRFetch (fetch.parse = tru
 default) calls it in its reducer as each document arrives, while the fetch threads wait
 out their politeness delays. *count(name, amount)* receives the parse counters.
 """
-from jobs.lib import (counters as C, encoding, extract, filters, html, records as R,
-                      maintext, simhash, sitemaps, sites, topic, urls)
+from jobs.lib import (content, counters as C, encoding, extract, filters, html,
+                      records as R, maintext, simhash, sitemaps, sites, topic, urls)
 
 
 #: doc fields a page drops: the body and what only the WARC job reads (the HTTP exchange,
@@ -48,6 +48,7 @@ class PageParser:
         self.sites = sites.SiteIndex(conf.get('sites'))
         self.topic = topic.Profile.from_conf(conf['topic'])
         self.sitemaps = conf['sitemaps']
+        self.content = content.Registry.for_conf(conf)
         merge = conf['merge']
         self.shingle_words = merge['shingle_words'] if merge['near_duplicates'] else None
 
@@ -169,7 +170,8 @@ class PageParser:
             self.count(C.ROBOTS_LINKED)
 
     def parse_other(self, doc, page, base):
-        """Non-HTML bodies the fetch kept (raw_body): sitemaps, robots.txt, plain text."""
+        """Non-HTML bodies the fetch kept (raw_body): sitemaps, robots.txt, and the
+        types of the content parsers (parse.parsers: plain text, PDF...)."""
         data = sitemaps.raw_bytes(doc)
         ctype = doc.get('content_type') or ''
         path = filters.split_url(urls.normalize(base) or base)[1]
@@ -192,12 +194,36 @@ class PageParser:
                 if kind != 'text' or (found and path.endswith('.txt')):
                     self.url_source(page, base, kind, found)
                     return
-        if ctype == 'text/plain':
-            text, page['encoding'] = encoding.decode(data, 'text/plain')
-            page['text'] = ' '.join(text.split())[:self.conf['parse']['max_text_chars']]
-            self.count(C.TEXT_PAGES)
+        parser = self.content.by_type.get(encoding.mime(ctype) or ctype)
+        if parser is None:
+            self.count(C.OTHER_CONTENT)
             return
-        self.count(C.OTHER_CONTENT)
+        self.parse_content(parser, data, page, base)
+        if self.conf['warc']['enabled']:
+            page.pop('raw_body', None)    # the WARC record keeps the bytes (and reparse)
+
+    def parse_content(self, parser, data, page, base):
+        """A content parser's fields (jobs.lib.content): title, text (also the main
+        text: a document has no page furniture), links, language, SimHash; a document
+        it cannot read keeps its fetch metadata and names why in parse_error."""
+        try:
+            got = self.content.parse(parser, data, base, self.conf['parse'])
+        except content.ParserError as e:
+            self.count(C.content_error(parser.name, str(e)))
+            page['parse_error'] = '%s: %s' % (parser.name, e)
+            return
+        self.count(C.content_parsed(parser.name))
+        if parser.name == 'text':
+            self.count(C.TEXT_PAGES)
+        limit = self.conf['parse']['max_text_chars']
+        text = ' '.join((got.get('text') or '').split())[:limit]
+        page.update(title=got.get('title'), text=text, main_text=text or None)
+        page['language'] = maintext.language(text)
+        if self.shingle_words:
+            page['fingerprint'] = simhash.fingerprint(text, self.shingle_words)
+        found = [{'url': urls.resolve(base, link.get('url')), 'text': link.get('text') or '',
+                  'rel': ''} for link in got.get('links') or ()]
+        page['links'] = self.keep_links([f for f in found if f['url']], base)
 
     def url_source(self, page, base, kind, entries):
         """robots.txt or a sitemap: its URLs become links that add no depth."""
