@@ -62,8 +62,13 @@ def build_parser():
                                        '--depth, links found last time) and what is due '
                                        'again, then merged/, xml/ and the delta since the '
                                        'last cycle (OUT/delta/CCC/xml).')
-    crawl.add_argument('--seeds', required=True, metavar='FILE',
-                       help='Seed URLs, one per line; blank lines and # comments skipped.')
+    crawl.add_argument('--seeds', metavar='FILE',
+                       help='Seed URLs, one per line; blank lines and # comments skipped. '
+                            'Optional when the sites name entry URLs (--sites).')
+    crawl.add_argument('--sites', metavar='DIR', action='append', default=[],
+                       help='Site configurations (a folder of *.toml, or a file) in place '
+                            'of parse.sites; their [site] entry URLs are seeds too, so '
+                            'a crawl can start from them alone. Repeatable.')
     crawl.add_argument('--out', required=True, metavar='DIR',
                        help='Output folder (local path or hdfs:///path).')
     _add_crawl_options(crawl)
@@ -273,7 +278,8 @@ def run():
     os._exit(0)
 
 
-COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out), 'demo': run_demo,
+COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out, extra_sets=[
+    'parse.sites=%s' % json.dumps(args.sites)] if args.sites else ()), 'demo': run_demo,
             'recrawl': run_recrawl, 'reparse': run_reparse, 'db': run_db}
 
 

@@ -38,7 +38,7 @@ from drivers.merge_driver import MergeDriver
 from drivers.optimizer_driver import OptimizerDriver
 from drivers.parser_driver import ParserDriver
 from drivers.report import Report
-from drivers.seeds import read_seeds
+from drivers.seeds import SeedReport, read_seeds
 from jobs.lib import counters as C, urls
 
 log = logging.getLogger('mrcrawl')
@@ -87,6 +87,8 @@ class Stopped(Exception):
 
 
 class Crawl:
+    NO_CRAWL = '%s holds no crawl yet: give --seeds, or sites with entry URLs (--sites DIR)'
+
     def __init__(self, out, conf, runner='local', depth=3, progress=print, runner_args=()):
         self.out = out.rstrip('/') if out != '/' else out
         self.conf = conf
@@ -136,19 +138,29 @@ class Crawl:
         with os.fdopen(fd, 'w') as f:
             f.write(text)
 
+    def site_entries(self):
+        """The entry URLs of the configured sites (``[site] entry``): seeds too."""
+        from jobs.lib.sites import entry_urls
+        return entry_urls(self.conf.get('sites'))
+
     def parse_seeds(self, seeds_path):
-        """The seeds file read once per run (CrawlError if it cannot be read or holds no
-        valid URL): before a new crawl's folder is made, so a failed start leaves none."""
+        """The seeds file (if any) and the sites' entry URLs, read once per run
+        (CrawlError if the file cannot be read or no valid URL comes of both): before a
+        new crawl's folder is made, so a failed start leaves none."""
         if self._seeds is None or self._seeds[0] != seeds_path:
-            try:
-                seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'],
-                                   normalize=urls.normalizer(self.conf))
-            except OSError as e:
-                raise CrawlError('cannot read seeds file %s: %s' % (
-                    seeds_path, e.strerror or e))
+            seeds = SeedReport()
+            if seeds_path:
+                try:
+                    seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'],
+                                       normalize=urls.normalizer(self.conf))
+                except OSError as e:
+                    raise CrawlError('cannot read seeds file %s: %s' % (
+                        seeds_path, e.strerror or e))
+            seeds.add_entries(self.site_entries())
             if not seeds.good:
                 raise CrawlError('no valid seed URL in %s (%d bad line(s))' % (
-                    seeds_path, sum(seeds.bad.values())))
+                    seeds_path, sum(seeds.bad.values())) if seeds_path else
+                    'no seeds: give --seeds FILE, or sites with entry URLs (--sites DIR)')
             self._seeds = (seeds_path, seeds)
         return self._seeds[1]
 
@@ -168,8 +180,8 @@ class Crawl:
         final = self.path('in', layer_name(0))
         if self.fs.exists(final):
             return self.report.load_step('inject')
-        if not seeds_path:
-            raise CrawlError('%s holds no crawl yet: give --seeds' % self.out)
+        if not seeds_path and not self.site_entries():
+            raise CrawlError(self.NO_CRAWL % self.out)
         seeds = self.read_seeds(seeds_path)
         bad = sum(seeds.bad.values())
         tmp = self.path('tmp', 'inject')
@@ -284,7 +296,9 @@ class Crawl:
         crawl. The first cycle starts from *seeds_path*; a later one from what the
         crawl database holds that is new within the depth or due at *at* (default:
         now), plus the seeds it does not know. An unfinished cycle is resumed."""
-        if seeds_path is not None and not self.fs.exists(self.out):
+        if not self.fs.exists(self.out):
+            if seeds_path is None and not self.site_entries():
+                raise CrawlError(self.NO_CRAWL % self.out)
             self.parse_seeds(seeds_path)
         with self.locked() as cycles:
             return self._cycle(cycles, seeds_path, at)

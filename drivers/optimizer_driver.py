@@ -66,7 +66,7 @@ class OptimizerDriver:
         inputs = [c.path('crawldb', layer_name(first - 1))]
         args = ['--recrawl-at', cycle['at'], '--max-depth', str(c.depth),
                 '--layer', str(first)]
-        if seeds_path:
+        if seeds_path or c.site_entries():      # new seeds and sites' entry URLs
             seeds_dir = c.path('seeds', '%03d' % cycle['cycle'])
             if not c.fs.exists(seeds_dir):
                 good = c.read_seeds(seeds_path).good

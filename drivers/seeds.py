@@ -15,6 +15,19 @@ class SeedReport:
         self.examples = []     # (line number, reason, text) for the first few
         self.duplicates = 0
         self.skipped = 0       # blank and comment lines
+        self.site_entries = 0  # URLs added from the site configs' entry lists
+
+    def add_entries(self, entries):
+        """The sites' entry URLs (already normalised, jobs.lib.sites), after the file's
+        seeds; one already there counts as a duplicate."""
+        have = set(self.good)
+        for url in entries:
+            if url in have:
+                self.duplicates += 1
+                continue
+            have.add(url)
+            self.good.append(url)
+            self.site_entries += 1
 
     def reject(self, lineno, reason, text):
         self.bad[reason] = self.bad.get(reason, 0) + 1
@@ -23,6 +36,7 @@ class SeedReport:
 
     def as_dict(self):
         return {'good': len(self.good), 'bad': dict(self.bad), 'duplicates': self.duplicates,
+                'site_entries': self.site_entries,
                 'examples': [{'line': n, 'reason': r, 'text': t} for n, r, t in self.examples]}
 
 

@@ -129,3 +129,37 @@ def test_ctrl_c_prints_one_line_and_leaves_no_temporary_folders(tmp_path):
     assert err.strip().splitlines()[-1] == \
         'mrcrawl: interrupted; run the same command again to continue'
     assert os.listdir(tmp) == []
+
+
+def test_a_crawl_starts_from_the_sites_entry_urls_alone(site, tmp_path):
+    """`mrcrawl crawl --sites DIR` with no seeds file: the sites' [site] entry URLs are
+    the seeds (depth 0); a crawl with neither is one clear error."""
+    sites = tmp_path / 'sites'
+    sites.mkdir()
+    (sites / 'fixture.toml').write_text(
+        '[site]\nname = "fixture"\nhosts = ["127.0.0.1"]\nentry = ["%s", "%s"]\n' % (
+            site.url('/a.html'), site.url('/b.html')))
+    out = str(tmp_path / 'out')
+    sets = []
+    for s in ('security.allow_private_networks=true', 'politeness.delay=0.05'):
+        sets += ['--set', s]
+    res = mrcrawl('crawl', '--sites', str(sites), '--depth', '0', '--out', out,
+                  '-r', 'inline', *sets)
+    assert res.returncode == 0, res.stderr[-2000:]
+    paths = [r['path'] for r in site.requests if r['path'] != '/robots.txt']
+    assert sorted(paths) == ['/a.html', '/b.html']
+    report = json.load(open(os.path.join(out, 'report.json')))
+    assert report['seeds']['site_entries'] == 2 and report['seeds']['good'] == 2
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    res = mrcrawl('crawl', '--sites', str(empty), '--depth', '0',
+                  '--out', str(tmp_path / 'out2'), '-r', 'inline')
+    assert res.returncode == 2 and 'Traceback' not in res.stderr
+    assert 'holds no crawl yet: give --seeds, or sites with entry URLs' in res.stderr
+    assert not os.path.exists(tmp_path / 'out2')
+    # An entry URL of another site is refused where it is written.
+    (empty / 'bad.toml').write_text('[site]\nhosts = ["a.example"]\nentry = ["http://b.example/"]\n')
+    res = mrcrawl('crawl', '--sites', str(empty), '--depth', '0',
+                  '--out', str(tmp_path / 'out3'), '-r', 'inline')
+    assert res.returncode == 2 and 'bad.toml: site.entry' in res.stderr
+    assert 'not a page of this site' in res.stderr

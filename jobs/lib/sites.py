@@ -9,6 +9,8 @@ A site file is TOML, read with tomllib (never executed)::
     pages = ['/film/\\d+']                # regexes: pages whose fields are extracted
                                           # (default: every page of the site)
     refetch_interval = 86400              # seconds until a page should be fetched again
+    entry = ["https://films.example/"]    # where a crawl of the site starts (depth 0):
+                                          # `mrcrawl crawl --sites DIR`, no seeds needed
 
     [links]                               # which out-links of this site's pages to follow
     follow = ['/film/', '/list/']         # when set, only links matching one (site_rule)
@@ -40,7 +42,7 @@ from jobs.lib.config import ConfigError
 FIELD_TYPES = ('text', 'int', 'float', 'date', 'list', 'url')
 _FIELD_KEYS = {'css', 'xpath', 'regex', 'attr', 'type', 'formats', 'required'}
 _RESOURCE_KEYS = {'css', 'xpath', 'regex', 'attr', 'max_bytes'}
-_SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval'}
+_SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval', 'entry'}
 _LINK_KEYS = {'follow', 'deny'}
 _NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]*$')
 DEFAULT_RESOURCE_MAX_BYTES = 10 * 1024 * 1024
@@ -148,6 +150,7 @@ def parse_site(data, path):
     refetch = site.get('refetch_interval', 0)
     if isinstance(refetch, bool) or not isinstance(refetch, (int, float)) or refetch < 0:
         raise _err(path, 'site.refetch_interval must be seconds >= 0, got %r', refetch)
+    entry = _entry_urls(path, site.get('entry', []), hosts, url_res)
     links = data.get('links', {})
     _check_keys(path, 'links', links, _LINK_KEYS)
     fields = {}
@@ -167,12 +170,39 @@ def parse_site(data, path):
             raise _err(path, 'resources.%s.max_bytes must be bytes >= 1', rname)
         res['max_bytes'] = max_bytes
         resources[rname] = res
-    return {'name': name, 'file': path, 'hosts': hosts, 'urls': url_res,
+    return {'name': name, 'file': path, 'hosts': hosts, 'urls': url_res, 'entry': entry,
             'pages': _regexes(path, 'site.pages', site.get('pages', [])),
             'refetch_interval': refetch or None,
             'follow': _regexes(path, 'links.follow', links.get('follow', [])),
             'deny': _regexes(path, 'links.deny', links.get('deny', [])),
             'fields': fields, 'resources': resources}
+
+
+def _entry_urls(path, value, hosts, url_res):
+    """site.entry: absolute http(s) URLs of pages of this site."""
+    from jobs.lib import urls
+    entry = []
+    for url in _str_list(path, 'site.entry', value):
+        norm = urls.normalize(url) if urls.resolve(None, url) else None
+        if norm is None:
+            raise _err(path, 'site.entry: %r is not an absolute http(s) URL', url)
+        if SiteIndex([{'name': '', 'hosts': hosts, 'urls': url_res, 'pages': [],
+                       'follow': [], 'deny': []}]).match(norm) is None:
+            raise _err(path, 'site.entry: %r is not a page of this site (site.hosts, '
+                       'site.urls)', url)
+        entry.append(norm)
+    return entry
+
+
+def entry_urls(specs):
+    """The entry URLs of every site (conf['sites']), in file order, once each."""
+    seen, out = set(), []
+    for spec in specs or ():
+        for url in spec.get('entry') or ():
+            if url not in seen:
+                seen.add(url)
+                out.append(url)
+    return out
 
 
 def load_file(path):
