@@ -49,8 +49,10 @@ import importlib
 import multiprocessing
 import multiprocessing.connection
 import os
+import signal
 import subprocess
 import sys
+import time
 import traceback
 from functools import partial
 
@@ -87,16 +89,36 @@ def task_context():
     return _context
 
 
-def _stop_fork_server():
+def _stop_fork_server(wait=10.0):
     """Stop the fork server and wait for it, so that the CPU time of the tasks it reaped
-    counts in this process's children (``getrusage``, ``time``), as subprocesses' did."""
+    counts in this process's children (``getrusage``, ``time``), as subprocesses' did.
+
+    The server stops when every copy of its "alive" pipe is closed, and a child forked
+    from this process (drivers.beside, a test's) holds one: those children are ended
+    first, and the wait is bounded, so that an exit never hangs on the server."""
     from multiprocessing import forkserver
     server = getattr(forkserver, '_forkserver', None)
-    if server is not None and getattr(server, '_forkserver_pid', None) is not None:
-        try:
-            server._stop()     # closes its socket and waits for it (CPython 3.8-3.13)
-        except (AttributeError, OSError, ChildProcessError):
-            pass
+    pid = getattr(server, '_forkserver_pid', None)
+    if pid is None:
+        return
+    for child in multiprocessing.active_children():
+        if child.daemon:
+            child.kill()
+    try:
+        os.close(server._forkserver_alive_fd)     # asks the server to stop
+    except (OSError, TypeError):
+        pass
+    server._forkserver_alive_fd = server._forkserver_pid = None
+    end = time.monotonic() + wait
+    try:
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() >= end:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                break
+            time.sleep(0.01)
+    except (ChildProcessError, ProcessLookupError):
+        pass
 
 
 def run_task_in_child(module, class_name, title, args, driver_path, task_type, step_num,

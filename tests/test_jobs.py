@@ -1,5 +1,6 @@
 """Whole-job tests in-process, the way mrjob's own tests run jobs (inline runner)."""
 import io
+import time
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from jobs.merge_join import MRMergeJoin
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
 from jobs.generate import MRGenerate
-from tests.conftest import test_conf
+from tests.conftest import ROOT, test_conf
 
 
 @pytest.fixture
@@ -384,6 +385,32 @@ def test_local_runner_forks_each_task_from_the_fork_server(conf_file, tmp_path):
     assert {r['ppid'] for r in recs} != {os.getpid()}            # the fork server's
     for r in recs:
         assert r['title'].startswith('mrcrawl-task test_jobs.py --step-num=0 --mapper')
+
+
+_HELD_FORK_SERVER = """
+import time
+from drivers import beside, runners
+ctx = runners.task_context()
+p = ctx.Process(target=time.sleep, args=(0,))      # starts the fork server
+p.start(); p.join()
+beside.start(lambda: time.sleep(600), 'held')      # a forked child that never answers
+print('exiting', flush=True)
+"""
+
+
+def test_an_exit_does_not_wait_on_a_fork_server_a_forked_child_holds():
+    """A child forked from the driver after the fork server started holds a copy of the
+    server's "alive" pipe, so the server never sees the driver go: the exit hook that
+    waits for the server must end such children first (a CI run once hung there after
+    every test had passed)."""
+    import subprocess
+    import sys
+    t0 = time.monotonic()
+    res = subprocess.run([sys.executable, '-c', _HELD_FORK_SERVER], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == 'exiting\n'
+    assert time.monotonic() - t0 < 30
 
 
 @pytest.mark.parametrize('how, reason', [('raise', 'ValueError: probe failure'),
