@@ -55,6 +55,16 @@ class Beside:
         return value
 
 
+    def cancel(self):
+        """End the child: its value will not be asked for (the driver is failing). Left
+        running, it would block on a value larger than the pipe holds, and hold what it
+        inherited, a fork server's "alive" pipe among them, until the process exits."""
+        self._conn.close()
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join()
+
+
 class Done:
     """A value already at hand, with Beside's :meth:`result`."""
 
@@ -63,6 +73,16 @@ class Done:
 
     def result(self, timeout=None):
         return self._value
+
+    def cancel(self):
+        pass
+
+
+def cancel(children):
+    """Cancel each Beside (or Done, or None) of *children*."""
+    for child in children:
+        if child:
+            child.cancel()
 
 
 def start(fn, name):

@@ -467,11 +467,15 @@ class Crawl:
         build = build or '%03d' % cycle['cycle']
         merge, index, sources, charts = self.merger.merge(
             cycle['cycle'], build, chart_drawer(self.out, self.conf, layer_rows(cycles.all())))
-        xml = self.html_to_xml.xml()
-        records = self.merger.delta(build, sources)
-        if records:
-            self.html_to_xml.delta(build, records)
-        self.merger.delta_done()
+        try:
+            xml = self.html_to_xml.xml()
+            records = self.merger.delta(build, sources)
+            if records:
+                self.html_to_xml.delta(build, records)
+            self.merger.delta_done()
+        except BaseException:
+            beside.cancel([charts])
+            raise
         return {'merge': merge, 'xml': xml, 'index': index, 'charts': charts}
 
     # -- settings the drivers share ----------------------------------------------------

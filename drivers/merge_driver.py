@@ -145,12 +145,16 @@ class MergeDriver:
             lambda: (build_index(c, summaries), draw and draw()), 'mrcrawl-index')
         if not side:
             index, drawn = self.index_here(summaries, draw)
-        if mode == 'delta':
-            since = self.outputs()['since']
-            join = self.merge_delta([c.path('out', n) for n in layers if int(n) > since],
-                                    sources, group, build)
-        else:
-            join = self.merge_join(sources, group, build)
+        try:
+            if mode == 'delta':
+                since = self.outputs()['since']
+                join = self.merge_delta([c.path('out', n) for n in layers if int(n) > since],
+                                        sources, group, build)
+            else:
+                join = self.merge_join(sources, group, build)
+        except BaseException:
+            beside.cancel([side] if side else [drawn])
+            raise
         if side:
             try:
                 index, pngs = side.result()

@@ -284,6 +284,10 @@ def test_a_delta_build_killed_after_its_join_resumes_without_joining_again(
     with pytest.raises(RuntimeError):
         crawl_site(site, tmp_path, conf, depth=1)
     assert not os.path.exists(os.path.join(out, 'delta', '002'))
+    # The index's child beside the join went with the failure (drivers/beside.py):
+    # left waiting to hand over its value, it kept this process from exiting.
+    import multiprocessing
+    assert multiprocessing.active_children() == []
     joined = os.stat(os.path.join(out, 'steps', 'mergejoin.json')).st_mtime_ns
     mark = len(site.requests)
     crawl_site(site, tmp_path, conf, depth=1)
