@@ -25,6 +25,7 @@ never the task.
 
 Pure helper; nothing here imports mrjob.
 """
+import faulthandler
 import importlib
 import os
 import resource
@@ -129,6 +130,9 @@ def sandboxed(fn, args, seconds, memory_mb):
         status = 0
         try:
             os.close(r)
+            # A parser that aborts here is an outcome the parent reports, not a crash
+            # to dump on the task's stderr.
+            faulthandler.disable()
             limit = _virtual_bytes() + (int(memory_mb) << 20)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
             signal.alarm(int(seconds) + 2)         # a backstop if the parent is gone
