@@ -38,8 +38,9 @@ from drivers.merge_driver import MergeDriver
 from drivers.optimizer_driver import OptimizerDriver
 from drivers.parser_driver import ParserDriver
 from drivers.report import Report
-from drivers.seeds import SeedReport, read_seeds
+from drivers.seeds import NO_CRAWL, NoSeeds, gather
 from jobs.lib import counters as C, urls
+from jobs.lib.sites import entry_urls
 
 log = logging.getLogger('mrcrawl')
 
@@ -87,8 +88,6 @@ class Stopped(Exception):
 
 
 class Crawl:
-    NO_CRAWL = '%s holds no crawl yet: give --seeds, or sites with entry URLs (--sites DIR)'
-
     def __init__(self, out, conf, runner='local', depth=3, progress=print, runner_args=()):
         self.out = out.rstrip('/') if out != '/' else out
         self.conf = conf
@@ -140,39 +139,23 @@ class Crawl:
 
     def site_entries(self):
         """The entry URLs of the configured sites (``[site] entry``): seeds too."""
-        from jobs.lib.sites import entry_urls
         return entry_urls(self.conf.get('sites'))
 
     def parse_seeds(self, seeds_path):
-        """The seeds file (if any) and the sites' entry URLs, read once per run
-        (CrawlError if the file cannot be read or no valid URL comes of both): before a
-        new crawl's folder is made, so a failed start leaves none."""
+        """The seeds file (if any) and the sites' entry URLs (drivers.seeds.gather), read
+        once per run: before a new crawl's folder is made, so a failed start leaves none."""
         if self._seeds is None or self._seeds[0] != seeds_path:
-            seeds = SeedReport()
-            if seeds_path:
-                try:
-                    seeds = read_seeds(seeds_path, self.conf['filter']['max_url_length'],
-                                       normalize=urls.normalizer(self.conf))
-                except OSError as e:
-                    raise CrawlError('cannot read seeds file %s: %s' % (
-                        seeds_path, e.strerror or e))
-            seeds.add_entries(self.site_entries())
-            if not seeds.good:
-                raise CrawlError('no valid seed URL in %s (%d bad line(s))' % (
-                    seeds_path, sum(seeds.bad.values())) if seeds_path else
-                    'no seeds: give --seeds FILE, or sites with entry URLs (--sites DIR)')
-            self._seeds = (seeds_path, seeds)
+            try:
+                self._seeds = (seeds_path, gather(seeds_path, self.conf))
+            except NoSeeds as e:
+                raise CrawlError(str(e))
         return self._seeds[1]
 
     def read_seeds(self, seeds_path):
-        """The good seed URLs of a seeds file; bad lines reported; none is an error."""
+        """The seeds (parse_seeds), their bad lines reported."""
         seeds = self.parse_seeds(seeds_path)
-        bad = sum(seeds.bad.values())
-        if bad:
-            self.progress('seeds: %d bad line(s) skipped: %s' % (bad, ', '.join(
-                '%s=%d' % kv for kv in sorted(seeds.bad.items()))))
-            for ex in seeds.examples[:5]:
-                self.progress('  line %d (%s): %s' % (ex[0], ex[1], ex[2]))
+        for line in seeds.problems():
+            self.progress(line)
         return seeds
 
     def inject(self, seeds_path):
@@ -181,18 +164,16 @@ class Crawl:
         if self.fs.exists(final):
             return self.report.load_step('inject')
         if not seeds_path and not self.site_entries():
-            raise CrawlError(self.NO_CRAWL % self.out)
+            raise CrawlError(NO_CRAWL % self.out)
         seeds = self.read_seeds(seeds_path)
-        bad = sum(seeds.bad.values())
         tmp = self.path('tmp', 'inject')
         self.fs.rm(tmp)
         self.fs.mkdirs(tmp)
         self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
             json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in seeds.good))
-        step = {'counters': {C.INJECT: {C.SEEDS: len(seeds.good),
-                                        C.SEEDS_BAD: bad,
-                                        C.SEED_HOSTS: len({urls.host(u)
-                                                                 for u in seeds.good})}},
+        step = {'counters': {C.INJECT: {
+                    C.SEEDS: len(seeds.good), C.SEEDS_BAD: sum(seeds.bad.values()),
+                    C.SEED_HOSTS: len({urls.host(u) for u in seeds.good})}},
                 'seeds': seeds.as_dict(), 'seconds': 0.0}
         self.report.save_step('inject', step)
         self.fs.rename(tmp, final)
@@ -298,7 +279,7 @@ class Crawl:
         now), plus the seeds it does not know. An unfinished cycle is resumed."""
         if not self.fs.exists(self.out):
             if seeds_path is None and not self.site_entries():
-                raise CrawlError(self.NO_CRAWL % self.out)
+                raise CrawlError(NO_CRAWL % self.out)
             self.parse_seeds(seeds_path)
         with self.locked() as cycles:
             return self._cycle(cycles, seeds_path, at)

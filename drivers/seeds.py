@@ -3,9 +3,18 @@
 A URL may be followed by a comment (`` # ...``) or, as in Nutch's seed files, by a TAB
 and metadata, both ignored. Bad lines (not an absolute http(s) URL: relative, ftp:,
 javascript:, a space inside the URL, garbage, too long) are counted by reason and
-reported with their line numbers; good ones are normalised and de-duplicated.
+reported with their line numbers; good ones are normalised and de-duplicated. The
+configured sites' entry URLs (jobs.lib.sites) join them: :func:`gather`.
 """
 from jobs.lib import urls
+
+
+#: A new crawl folder with neither a seeds file nor sites' entry URLs.
+NO_CRAWL = '%s holds no crawl yet: give --seeds, or sites with entry URLs (--sites DIR)'
+
+
+class NoSeeds(Exception):
+    """No seed can be read: the message says why (a crawl stops with it)."""
 
 
 class SeedReport:
@@ -33,6 +42,15 @@ class SeedReport:
         self.bad[reason] = self.bad.get(reason, 0) + 1
         if len(self.examples) < 10:
             self.examples.append((lineno, reason, text[:120]))
+
+    def problems(self):
+        """Lines for the user about the bad lines: a count by reason, then examples."""
+        bad = sum(self.bad.values())
+        if not bad:
+            return []
+        return ['seeds: %d bad line(s) skipped: %s' % (bad, ', '.join(
+            '%s=%d' % kv for kv in sorted(self.bad.items())))] + [
+            '  line %d (%s): %s' % ex for ex in self.examples[:5]]
 
     def as_dict(self):
         return {'good': len(self.good), 'bad': dict(self.bad), 'duplicates': self.duplicates,
@@ -79,3 +97,23 @@ def read_seeds(path, max_url_length=2048, normalize=urls.normalize):
             seen.add(url)
             report.good.append(url)
     return report
+
+
+def gather(seeds_path, conf):
+    """The seeds file's URLs (when *seeds_path* is given) and the entry URLs of the
+    sites in *conf*: a SeedReport. NoSeeds when the file cannot be read or no valid
+    URL comes of both."""
+    from jobs.lib.sites import entry_urls
+    seeds = SeedReport()
+    if seeds_path:
+        try:
+            seeds = read_seeds(seeds_path, conf['filter']['max_url_length'],
+                               normalize=urls.normalizer(conf))
+        except OSError as e:
+            raise NoSeeds('cannot read seeds file %s: %s' % (seeds_path, e.strerror or e))
+    seeds.add_entries(entry_urls(conf.get('sites')))
+    if not seeds.good:
+        raise NoSeeds('no valid seed URL in %s (%d bad line(s))' % (
+            seeds_path, sum(seeds.bad.values())) if seeds_path else
+            'no seeds: give --seeds FILE, or sites with entry URLs (--sites DIR)')
+    return seeds
