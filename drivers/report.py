@@ -54,6 +54,15 @@ class Report:
             if k.startswith(('fetch_http_error_', 'fetch_network_error_', 'fetch_filtered_',
                              'fetch_deferred_', 'fetch_robots_denied_'))}
         row['new_urls'] = optimize.get(C.NEW_URLS, 0)
+        # What the next layer's generate held back (unfetched, for later), by cap or
+        # limit, and each limited site's counts after it (jobs.lib.sitelimits).
+        generate = steps.get('generate', {}).get('counters', {})
+        held = {k[:-len('_total')]: v for k, v in sorted(generate.get(C.GENERATE, {}).items())
+                if k in C.HELD_BACK and v}
+        if held:
+            row['held_back'] = held
+        if generate.get(C.SITE_LIMITS):
+            row['site_limits'] = generate[C.SITE_LIMITS]
         row['bytes'] = fetch.get(C.BYTES, 0)
         # The sum of the steps' own times, so a resumed crawl reports the same figures.
         row['seconds'] = round(sum(v['seconds'] for v in steps.values()), 2)
@@ -68,6 +77,7 @@ class Report:
             row['warc'] = warc
         # The parse counters: the parse job's, or the fetch job's when it parsed.
         parse = steps.get('parse', steps['fetch']).get('counters', {}).get(C.PARSE, {})
+        row['links_found'] = parse.get(C.LINKS_FOUND, 0)
         row['on_topic'] = parse.get(C.PAGES_ON_TOPIC, 0)
         row['off_topic'] = parse.get(C.PAGES_OFF_TOPIC, 0)
         row['links_rejected'] = {

@@ -246,6 +246,7 @@ class MRFetch(CrawlJob):
         self.active = 0
         self.robots_cache = robots.RobotsCache()
         self.resolver = Resolver.for_conf(self.conf)
+        self.delays = politeness.SiteDelays(self.conf)
         self.last_status = time.monotonic()
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
@@ -384,6 +385,7 @@ class MRFetch(CrawlJob):
                 hf.same_key, itertools.chain((r['url'] for r in items), known, held),
                 self.options.max_depth, self.follow_hops)
             more = follower.items(self._may_follow, hf.requested)
+        hf.slot.delay = self.delays.of_key(r['url'] for r in items)
         try:
             if ended_at is not None:
                 # Another machine's clock a little ahead counts as 'just now'.

@@ -27,6 +27,15 @@ reducer keeps the best top_n of the layer (``over_top_n_total``). URLs over a ca
 ``unfetched`` in crawldb and come back in later layers; only a cap's worth of
 candidates is held in memory.
 
+Per-site limits (jobs.lib.sitelimits: a site file's ``max_pages``, ``quota_per_hour``,
+``quota_per_day``): the candidates of a limited site, and what its known pages count
+against its limits, are keyed by the site (``SITE_KEY`` + name) instead of the host, so
+that one reducer sees them all. There each host's candidates meet the host cap first,
+then the site's best ones take what its limits still allow; the rest stay unfetched,
+counted by limit (``site_max_pages_total``, ``site_quota_hour_total``,
+``site_quota_day_total``); group ``site_limits`` has each limited site's counts after
+the layer (``NAME.pages``, ``NAME.hour``, ``NAME.day``) and ``NAME.held``.
+
 Secondary resources (crawldb records with ``resource_of``: files a site rule names on a
 fetched page) are outside both caps: they are keyed apart from their host's pages
 (``RESOURCE_KEY``), so they never take a page's place, and go to in/ with
@@ -59,6 +68,7 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R, urls
+from jobs.lib.sitelimits import HELD, SITE_KEY, Allowance, Limits, parse_time, static_bound
 
 #: Shuffle key of resource candidates (a space: never part of a host name).
 RESOURCE_KEY = ' resources'
@@ -116,9 +126,11 @@ class MRGenerate(CrawlJob):
     def steps(self):
         if self.options.inject:
             steps = [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_inject),
-                     MRStep(mapper=self.mapper_select_rec, reducer=self.reducer_cap_host)]
+                     MRStep(mapper=self.mapper_select_rec, mapper_final=self.mapper_final_use,
+                            reducer=self.reducer_cap_host)]
         else:
-            steps = [MRStep(mapper=self.mapper_select, reducer=self.reducer_cap_host)]
+            steps = [MRStep(mapper=self.mapper_select, mapper_final=self.mapper_final_use,
+                            reducer=self.reducer_cap_host)]
         if self.conf['generate']['top_n']:
             steps.append(MRStep(reducer=self.reducer_top_n,
                                 jobconf={'mapreduce.job.reduces': 1}))
@@ -157,12 +169,39 @@ class MRGenerate(CrawlJob):
         if db is not None:
             yield None, db
 
+    @property
+    def limits(self):
+        """The sites with limits (jobs.lib.sitelimits), as of the layer's time."""
+        if not hasattr(self, '_limits'):
+            self._limits = Limits.for_conf(self.conf, parse_time(self.options.recrawl_at)
+                                           if self.options.recrawl_at else datetime.now(timezone.utc))
+            self._use = {}
+        return self._limits
+
+    def shuffle_key(self, url):
+        """Where a page's candidate goes: its limited site's key, else its host."""
+        site = self.limits.site(url) if self.limits else None
+        return urls.host(url) if site is None else SITE_KEY + site
+
+    def mapper_final_use(self):
+        """Each limited site's counts from this task's records (see :meth:`select`)."""
+        for site, used in getattr(self, '_use', {}).items():
+            yield SITE_KEY + site, ['use', used]
+
     def select(self, db):
         """A db (or pagerank) record -> (host, candidate or [pagerank marker]): an
-        unfetched URL within the depth, or in cycle mode a known one that is due."""
+        unfetched URL within the depth, or in cycle mode a known one that is due. A page
+        of a limited site goes to its site's key instead, and adds to its counts."""
         if db['kind'] == 'pagerank':
-            yield urls.host(db['url']), ['pr', db['url'], db['pagerank']]
+            yield self.shuffle_key(db['url']), ['pr', db['url'], db['pagerank']]
             return
+        if self.limits and db.get('resource_of') is None:
+            site = self.limits.site(db['url'])
+            use = site and self.limits.usage(db)
+            if use:
+                total = self._use.setdefault(site, [0, 0, 0])
+                for i in range(3):
+                    total[i] += use[i]
         excluded = self.now_excluded(db) if self.options.recrawl_at else None
         if db['status'] != R.DB_UNFETCHED:
             if excluded and db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED):
@@ -181,7 +220,7 @@ class MRGenerate(CrawlJob):
             self.count(C.BEYOND_DEPTH)
             return
         extra = _resource_extra(db)
-        yield (urls.host(db['url']) if extra is None else RESOURCE_KEY), [
+        yield (self.shuffle_key(db['url']) if extra is None else RESOURCE_KEY), [
             db['depth'], db['url'], db.get('inlinks') or 0,
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
@@ -216,8 +255,8 @@ class MRGenerate(CrawlJob):
             else:
                 interval = db.get('fetch_interval') or rc['interval']
             if not hasattr(self, '_due_at'):      # parsed once per task, not per URL
-                self._due_at = _parse_time(self.options.recrawl_at)
-            age = (self._due_at - _parse_time(db['last_fetch'])).total_seconds()
+                self._due_at = parse_time(self.options.recrawl_at)
+            age = (self._due_at - parse_time(db['last_fetch'])).total_seconds()
             if age < interval:
                 self.count(C.RECRAWL_NOT_DUE)
                 return
@@ -232,7 +271,7 @@ class MRGenerate(CrawlJob):
         resource = _resource_extra(db)
         if resource is not None:
             extra.update(resource)
-        yield (urls.host(db['url']) if resource is None else RESOURCE_KEY), [
+        yield (self.shuffle_key(db['url']) if resource is None else RESOURCE_KEY), [
             db['depth'], db['url'], db.get('inlinks') or 0,
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
@@ -251,6 +290,9 @@ class MRGenerate(CrawlJob):
                     yield RESOURCE_KEY, cand
                 else:
                     yield None, self._url_record(cand)
+            return
+        if host.startswith(SITE_KEY):
+            yield from self.reducer_site(host[len(SITE_KEY):], values)
             return
         strategy = gen['strategy']
         cands, ranks = [], {}
@@ -280,6 +322,89 @@ class MRGenerate(CrawlJob):
                 yield None, self._url_record(cand, key)
         if any_url and not gen['top_n']:
             self.count(C.GENERATED_HOSTS)
+
+    def reducer_site(self, name, values):
+        """(a limited site, its candidates, PageRank markers and counts) -> the best
+        candidates of each host under the host cap, then the site's best of those its
+        limits allow. Held in memory: per host, at most what the cap or the limits
+        could take (all of a host's candidates for pagerank and major_site, which need
+        the whole host, as :meth:`reducer_cap_host` does)."""
+        gen, spec = self.conf['generate'], self.limits.specs[name]
+        strategy, cap = gen['strategy'], self.conf['filter']['max_urls_per_host']
+        whole = strategy in ('pagerank', 'major_site')
+        bounds = {new: static_bound(spec, new) for new in (True, False)}
+        # held: limit -> candidates it held back; pruned: new? -> those past a bound
+        used, ranks, hosts, held, pruned = [0, 0, 0], {}, {}, {}, {True: 0, False: 0}
+        for v in values:
+            if v[0] == 'use':
+                used = [a + b for a, b in zip(used, v[1])]
+            elif v[0] == 'pr':
+                ranks[v[1]] = v[2]
+            else:
+                hosts.setdefault(urls.host(v[1]), {True: [], False: []})[
+                    not (v[6] and 'prev' in v[6])].append(v)
+                if not whole:     # prune as they come: keep what could be taken
+                    self._prune(hosts[urls.host(v[1])], bounds, cap, strategy, 0.0, pruned)
+        survivors = []
+        for by_new in hosts.values():
+            for c in by_new[True] + by_new[False]:
+                if whole and c[5] is None:
+                    c[5] = ranks.get(c[1])
+            weight = sum(c[2] for c in by_new[True] + by_new[False]) \
+                if strategy == 'major_site' else 0.0
+            survivors += self._prune(by_new, bounds, cap, strategy, weight, pruned, True)
+        allowance, taken_hosts = Allowance(spec, used), set()
+        for key, new, cand in sorted(survivors, key=lambda kc: kc[0]):
+            reason = allowance.take(new)
+            if reason:
+                held[reason] = held.get(reason, 0) + 1
+                continue
+            taken_hosts.add(urls.host(cand[1]))
+            yield (None, [key, cand]) if gen['top_n'] else (None, self._url_record(cand, key))
+        if not gen['top_n']:
+            self.count(C.GENERATED_HOSTS, len(taken_hosts))
+        for new, n in pruned.items():
+            # Past what the limits could ever allow a layer: held by the one that ran
+            # out (else by the one that set the bound).
+            if n:
+                reason = allowance.exhausted(new) or bounds[new][1]
+                held[reason] = held.get(reason, 0) + n
+        for reason, n in held.items():
+            self.count(HELD[reason], n)
+        for what in ('pages', 'hour', 'day'):
+            self.count('%s.%s' % (name, what), allowance.used[what], C.SITE_LIMITS)
+        self.count(name + '.held', sum(held.values()), C.SITE_LIMITS)
+
+    def _prune(self, by_new, bounds, cap, strategy, weight, pruned, final=False):
+        """Trim one host's candidates of a limited site, *by_new* ({True: new ones,
+        False: due ones}), to what the host cap and the site's bounds could take; what
+        a bound drops is added to *pruned* (new? -> count). *final*: return the
+        survivors as (priority, new, candidate), past the cap."""
+        tw = self.conf['generate']['topic_weight']
+        out = []
+        for new in (True, False):
+            cands = by_new[new]
+            bound = bounds[new][0]
+            keep = min(b for b in (cap or None, bound) if b is not None) \
+                if (cap or bound is not None) else None
+            if not final and (keep is None or len(cands) <= 2 * keep + 64):
+                continue          # amortised: trim when twice the bound is reached
+            keyed = sorted(((priority(c, strategy, tw, weight), c) for c in cands),
+                           key=lambda kc: kc[0])
+            if keep is not None and len(keyed) > keep:
+                dropped = len(keyed) - keep
+                if cap and keep == cap:
+                    self.count(C.OVER_HOST_CAP, dropped)
+                else:
+                    pruned[new] += dropped
+                keyed = keyed[:keep]
+            by_new[new] = [c for _, c in keyed]
+            out += [(k, new, c) for k, c in keyed]
+        if final and cap and len(out) > cap:
+            out.sort(key=lambda kc: kc[0])
+            self.count(C.OVER_HOST_CAP, len(out) - cap)
+            out = out[:cap]
+        return out
 
     def reducer_top_n(self, key, keyed):
         """All hosts' candidates -> the layer's best generate.top_n (resources pass)."""
@@ -312,11 +437,6 @@ def _resource_extra(db):
     if db.get('resource_of') is None:
         return None
     return {k: db.get(k) for k in _RESOURCE_FIELDS}
-
-
-def _parse_time(text):
-    """``2026-11-30T08:00:00Z`` -> aware datetime (UTC)."""
-    return datetime.strptime(text, '%Y-%m-%dT%H:%M:%SZ').replace(tzinfo=timezone.utc)
 
 
 class _Neg:

@@ -33,10 +33,10 @@ class MRPlanFetch(CrawlJob):
     def mapper_init_sums(self):
         self.sums = {}     # politeness key -> [urls, predicted seconds]
         self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
+        self.delays = politeness.SiteDelays(self.conf)
 
     def mapper_cost_by_key(self, _, line):
         """in/ line -> this task's sums per politeness key (nothing emitted yet)."""
-        pol = self.conf['politeness']
         for rec in self.records(line, 'url'):
             key = politeness.fetch_key(rec, self.conf, self.resolver)
             if key is None:
@@ -44,7 +44,7 @@ class MRPlanFetch(CrawlJob):
             latency = rec.get('latency', self.conf['fetch']['expected_latency'])
             s = self.sums.setdefault(key, [0, 0.0])
             s[0] += 1
-            s[1] += pol['delay'] + latency
+            s[1] += self.delays(rec['url']) + latency
         return ()
 
     def mapper_final_sums(self):

@@ -7,6 +7,7 @@ FETCH = 'fetch'
 PARSE = 'parse'
 OPTIMIZE = 'optimize'
 GENERATE = 'generate'
+SITE_LIMITS = 'site_limits'  #: per limited site: NAME.pages, NAME.hour, NAME.day, NAME.held
 MERGE = 'merge'
 XML = 'xml'
 
@@ -110,6 +111,11 @@ INJECTED_NEW = 'injected_new_total'        #: a cycle's seeds the database did n
 INJECTED_KNOWN = 'injected_known_total'    #: a cycle's seeds it knew already
 NOW_EXCLUDED = 'now_excluded_total'        #: known URLs the changed link filters reject
 OVER_HOST_CAP = 'over_host_cap_total'   #: left unfetched in crawldb by filter.max_urls_per_host
+SITE_MAX_PAGES = 'site_max_pages_total'    #: held back by a site's max_pages (jobs.lib.sitelimits)
+SITE_QUOTA_HOUR = 'site_quota_hour_total'  #: held back by a site's quota_per_hour
+SITE_QUOTA_DAY = 'site_quota_day_total'    #: held back by a site's quota_per_day
+#: What generate holds back for a later layer (the URLs stay unfetched in crawldb).
+HELD_BACK = (OVER_HOST_CAP, OVER_TOP_N, SITE_MAX_PAGES, SITE_QUOTA_HOUR, SITE_QUOTA_DAY)
 
 # merge
 MERGED_PAGES = 'merged_pages_total'

@@ -54,6 +54,28 @@ class OutOfBudget(Exception):
     """The reducer's time budget ran out: the URL is deferred, not failed."""
 
 
+class SiteDelays:
+    """The delay of a URL: its site's ``delay`` (jobs.lib.sites) where it sets one, else
+    ``politeness.delay``; a key's is the largest of its URLs'. Robots.txt's Crawl-delay
+    raises it further where the key's robots.txt is read (jobs.lib.fetcher)."""
+
+    def __init__(self, conf):
+        from jobs.lib.sites import SiteIndex
+        self.default = conf['politeness']['delay']
+        self.index = SiteIndex([s for s in conf.get('sites') or ()
+                                if s.get('delay') is not None])
+
+    def __call__(self, url):
+        site = self.index.match(url)
+        return self.default if site is None else site.delay
+
+    def of_key(self, key_urls):
+        """The delay of a politeness key whose URLs are *key_urls*."""
+        if not self.index.sites:
+            return self.default
+        return max((self(u) for u in key_urls), default=self.default)
+
+
 class Slot:
     """One politeness key's timing. *budget_deadline* (a ``clock()`` value or None) is
     when the reducer's time budget ends."""

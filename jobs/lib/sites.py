@@ -11,6 +11,11 @@ A site file is TOML, read with tomllib (never executed)::
     refetch_interval = 86400              # seconds until a page should be fetched again
     entry = ["https://films.example/"]    # where a crawl of the site starts (depth 0):
                                           # `mrcrawl crawl --sites DIR`, no seeds needed
+    delay = 2.0                           # seconds between requests to its hosts
+                                          # (default: politeness.delay; see below)
+    max_pages = 10000                     # pages ever requested (jobs.lib.sitelimits)
+    quota_per_hour = 600                  # requests in any hour, across layers and
+    quota_per_day = 5000                  # cycles (jobs.lib.sitelimits)
 
     [links]                               # which out-links of this site's pages to follow
     follow = ['/film/', '/list/']         # when set, only links matching one (site_rule)
@@ -24,6 +29,11 @@ A site file is TOML, read with tomllib (never executed)::
     css = "video source"
     attr = "src"
     max_bytes = 52428800
+
+A site's ``delay`` replaces ``politeness.delay`` for its pages; where
+``politeness.key`` puts pages of several sites on one key the largest delay wins, and
+robots.txt's Crawl-delay still raises it (jobs.lib.fetcher). ``max_pages`` and the
+quotas are applied where a layer is chosen (jobs.generate), never by the fetch.
 
 A page belongs to the first site (files in name order) whose ``hosts`` or ``urls``
 match its final URL. The driver calls :func:`resolve` once; the loaded sites travel in
@@ -42,7 +52,10 @@ from jobs.lib.config import ConfigError
 FIELD_TYPES = ('text', 'int', 'float', 'date', 'list', 'url')
 _FIELD_KEYS = {'css', 'xpath', 'regex', 'attr', 'type', 'formats', 'required'}
 _RESOURCE_KEYS = {'css', 'xpath', 'regex', 'attr', 'max_bytes'}
-_SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval', 'entry'}
+_SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval', 'entry', 'delay',
+              'max_pages', 'quota_per_hour', 'quota_per_day'}
+#: The limits jobs.lib.sitelimits applies, by their key in [site].
+LIMIT_KEYS = ('max_pages', 'quota_per_hour', 'quota_per_day')
 _LINK_KEYS = {'follow', 'deny'}
 _NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]*$')
 DEFAULT_RESOURCE_MAX_BYTES = 10 * 1024 * 1024
@@ -151,6 +164,17 @@ def parse_site(data, path):
     if isinstance(refetch, bool) or not isinstance(refetch, (int, float)) or refetch < 0:
         raise _err(path, 'site.refetch_interval must be seconds >= 0, got %r', refetch)
     entry = _entry_urls(path, site.get('entry', []), hosts, url_res)
+    delay = site.get('delay')
+    if delay is not None and (isinstance(delay, bool) or not isinstance(delay, (int, float))
+                              or not 0 <= delay <= 3600):
+        raise _err(path, 'site.delay must be seconds from 0 to 3600, got %r', delay)
+    limits = {}
+    for key in LIMIT_KEYS:
+        value = site.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise _err(path, 'site.%s must be a whole number >= 0, got %r', key, value)
+            limits[key] = value
     links = data.get('links', {})
     _check_keys(path, 'links', links, _LINK_KEYS)
     fields = {}
@@ -175,7 +199,8 @@ def parse_site(data, path):
             'refetch_interval': refetch or None,
             'follow': _regexes(path, 'links.follow', links.get('follow', [])),
             'deny': _regexes(path, 'links.deny', links.get('deny', [])),
-            'fields': fields, 'resources': resources}
+            'fields': fields, 'resources': resources,
+            'delay': None if delay is None else float(delay), **limits}
 
 
 def _entry_urls(path, value, hosts, url_res):
@@ -271,6 +296,7 @@ class Site:
         self.follow = [re.compile(p) for p in spec['follow']]
         self.deny = [re.compile(p) for p in spec['deny']]
         self.refetch_interval = spec.get('refetch_interval')
+        self.delay = spec.get('delay')
 
     def matches(self, host, url):
         return (host in self.exact_hosts or any(g.match(host) for g in self.host_globs)
