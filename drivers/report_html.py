@@ -234,7 +234,8 @@ def collect(out, fs, report=None, conf=None):
     return {'out': out, 'report': report or {}, 'delay': delay, 'rows': rows,
             'errors': [(k, v) for k, v in classes if k[0] != R.FETCH_ROBOTS_DENIED],
             'robots': [(k, v) for k, v in classes if k[0] == R.FETCH_ROBOTS_DENIED],
-            'hosts': hosts, 'index': index is not None, 'notes': notes}
+            'hosts': hosts, 'index': index is not None, 'notes': notes,
+            'sites': conf.get('sites') or []}
 
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
@@ -379,7 +380,8 @@ def render(data, pngs):
     body.append('<p>%s</p>' % ', '.join(facts))
     for note in data['notes']:
         body.append('<p class="note">Note: %s</p>' % e(note))
-    body += _layers_section(data, pngs) + _hosts_section(data, pngs)
+    from drivers.report_harvest import harvest_section
+    body += _layers_section(data, pngs) + harvest_section(data) + _hosts_section(data, pngs)
     body += _errors_section(data, pngs) + _robots_section(data)
     merge = rep.get('merge')
     if merge:

@@ -153,4 +153,7 @@ def test_a_crawl_keeps_a_sites_delay_and_page_cap(site, tmp_path):
               if 'site_limits' in row]
     assert limits[-1][0]['fixture.pages'] == 6
     assert limits[-1][0]['fixture.held'] == limits[-1][1]
-    assert os.path.exists(os.path.join(out, 'report.json'))
+    page = open(os.path.join(out, 'report.html'), encoding='utf-8').read()
+    assert '<h2>Harvest</h2>' in page and '<h3>Per-site limits</h3>' in page
+    assert '<td class="l">fixture</td><td>6 / 6</td>' in page
+    assert 'site_max_pages %d' % next(n for n in held if n) in page

@@ -1,0 +1,59 @@
+"""report.html's harvest tables: per layer, the pace of the fetch, the links parsed, the
+on-topic pages and what generate held back; per limited site, its counts against its
+limits (jobs.lib.sitelimits). Kept apart from drivers/report_html.py, which renders the
+rest of the page and calls these."""
+import html
+
+from drivers.report_html import _fmt, _table
+from jobs.lib import records as R
+
+
+def harvest_section(data):
+    """Per layer: pages a second of fetch, links parsed, on-topic pages and the
+    harvest rate (design source 004), and what generate held back for later."""
+    e = html.escape
+    rows = data['rows']
+    if not rows:
+        return []
+    table = []
+    for r in rows:
+        fetched, secs = r.get(R.FETCH_FETCHED, 0), r.get('fetch_seconds')
+        on, off = r.get('on_topic', 0), r.get('off_topic', 0)
+        held = ', '.join('%s %d' % kv for kv in sorted((r.get('held_back') or {}).items()))
+        table.append(['%03d' % r.get('layer', 0), _fmt(fetched),
+                      _fmt(fetched / secs if secs else None), _fmt(r.get('links_found')),
+                      _fmt(on), 'n/a' if not on + off else '%.1f%%' % (100 * on / (on + off)),
+                      e(held) or '-'])
+    body = ['<h2>Harvest</h2>', _table(
+        ['layer', 'fetched', 'pages/s (fetch step)', 'links parsed', 'on topic',
+         'harvest rate', 'held back for later'], table, left=(6,))]
+    body.append('<p>harvest rate = on-topic pages / pages scored (with a topic profile). '
+                'Held back: URLs the next layer\'s generate left unfetched in the crawl '
+                'database, by cap or site limit; later layers and cycles take them.</p>')
+    return body + site_limits_section(data)
+
+
+def site_limits_section(data):
+    """Each limited site's counts after the last layer that chose its URLs."""
+    e = html.escape
+    last = {}
+    for r in data['rows']:
+        for name, n in (r.get('site_limits') or {}).items():
+            site, _, what = name.rpartition('.')
+            last.setdefault(site, {})[what] = n
+    if not last:
+        return []
+    specs = {s['name']: s for s in data.get('sites') or ()}
+    table = []
+    for site in sorted(last):
+        spec, got = specs.get(site, {}), last[site]
+        table.append([e(site)] + ['%s / %s' % (_fmt(got.get(what)), _fmt(spec.get(key)))
+                                  for what, key in (('pages', 'max_pages'),
+                                                    ('hour', 'quota_per_hour'),
+                                                    ('day', 'quota_per_day'))]
+                     + [_fmt(got.get('held'))])
+    return ['<h3>Per-site limits</h3>', _table(
+        ['site', 'pages / max_pages', 'requests last hour / quota', 'requests last day / '
+         'quota', 'held back'], table, left=(0,)),
+        '<p>Counted when the last layer was chosen, that layer\'s URLs included '
+        '(jobs/lib/sitelimits.py).</p>']
