@@ -516,3 +516,42 @@ def test_following_inside_a_yarn_fetch_task(tmp_path):
         ('YARN report', 'A report read on YARN', None)]
     assert pdf[0]['links'] and pdf[0]['links'][0]['url'].endswith('/a.html')
     fs.rm(out_uri)
+
+
+def test_sites_drive_a_yarn_crawl(tmp_path):
+    """`mrcrawl crawl --sites DIR -r hadoop`, no seeds file: the sites' entry URLs seed
+    the crawl; their page cap and hourly quota hold across layers, applied by generate
+    in YARN tasks (hadoop.local_max_bytes=0); one site's own delay spaces its requests."""
+    out_uri = 'hdfs:///mrcrawl-it/sites-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(out_uri)
+    sites = tmp_path / 'sites'
+    sites.mkdir()
+    with FixtureSite('127.0.0.4') as capped, FixtureSite('127.0.0.5') as quota:
+        (sites / 'capped.toml').write_text(
+            '[site]\nhosts = ["127.0.0.4"]\nentry = ["%s"]\ndelay = 0.4\nmax_pages = 5\n'
+            % capped.url('/'))
+        (sites / 'quota.toml').write_text(
+            '[site]\nhosts = ["127.0.0.5"]\nentry = ["%s", "%s"]\nquota_per_hour = 4\n'
+            % (quota.url('/'), quota.url('/a.html')))
+        args = [sys.executable, '-m', 'drivers.cli', 'crawl', '--sites', str(sites),
+                '--depth', str(DEPTH), '--out', out_uri, '-r', 'hadoop']
+        for s in SETTINGS + ['hadoop.local_max_bytes=0']:
+            args += ['--set', s]
+        res = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1500)
+        assert res.returncode == 0, res.stderr[-5000:]
+        pages = {s: [r for r in s.requests if r['path'] != '/robots.txt']
+                 for s in (capped, quota)}
+        assert len(pages[capped]) == 5 and len(pages[quota]) == 4
+        times = sorted(r['t'] for r in capped.requests)
+        assert min(b - a for a, b in zip(times, times[1:])) >= 0.4
+    report = json.loads(fs.read_text(out_uri + '/report.json'))
+    assert report['seeds']['site_entries'] == 3 and report['seeds']['good'] == 3
+    held = collections.Counter()
+    for row in report['layers']:
+        held.update(row.get('held_back', {}))
+    assert held['site_max_pages'] > 0 and held['site_quota_hour'] > 0
+    last = [row['site_limits'] for row in report['layers'] if 'site_limits' in row][-1]
+    assert (last['capped.pages'], last['quota.hour']) == (5, 4)
+    steps = json.loads(fs.read_text(out_uri + '/steps/generate-001.json'))
+    assert steps['runner'] == 'hadoop'
+    fs.rm(out_uri)
