@@ -128,6 +128,10 @@ def test_pdf_text_and_your_own_type_are_crawled_merged_and_written_as_xml(site, 
                                          b'Plain   notes\nabout lakes')
     site.overrides['/docs/table.csv'] = ('typed', 'text/csv',
                                          b'City,Lake\n/docs/from-csv.html,x\n')
+    site.overrides['/docs/cut.pdf'] = ('typed', 'application/pdf', make_pdf(
+        ['a page cut in the middle'] * 3)[:300])
+    site.overrides['/'] = _page('Home', _links('/docs/report.pdf', '/docs/notes.txt',
+                                               '/docs/table.csv', '/docs/cut.pdf'))
     site.overrides['/docs/from-pdf.html'] = _page('Linked from the PDF', '<p>yes</p>')
     site.overrides['/docs/from-csv.html'] = _page('Linked from the CSV', '<p>yes</p>')
     conf = test_conf('politeness.delay=0.02',
@@ -143,11 +147,20 @@ def test_pdf_text_and_your_own_type_are_crawled_merged_and_written_as_xml(site, 
     xml = read_xml(os.path.join(out, 'xml'))
     doc = etree.fromstring(xml[site.url('/docs/report.pdf')].encode('utf-8'))
     assert doc.findtext('fetch/content_type') == 'application/pdf'
+    assert doc.find('fetch').get('parser') == 'pdf' and doc.find('fetch/parse_error') is None
     schema = etree.XMLSchema(etree.parse(os.path.join(ROOT, 'conf', 'page.xsd')))
     schema.assertValid(doc)
+    # A PDF no parser can read is a document of its fetch metadata, saying why.
+    cut = etree.fromstring(xml[site.url('/docs/cut.pdf')].encode('utf-8'))
+    schema.assertValid(cut)
+    assert cut.find('fetch').get('parser') == 'pdf'
+    assert cut.findtext('fetch/parse_error').startswith('pdf: pdf_')
+    home = etree.fromstring(xml[site.url('/')].encode('utf-8'))
+    assert home.find('fetch').get('parser') is None          # HTML
     fetched = [read_records(os.path.join(out, 'out', n)) for n in sorted(os.listdir(
         os.path.join(out, 'out')))]
-    assert not any(p.get('parse_error') for layer in fetched for p in layer)
+    assert [p['url'] for layer in fetched for p in layer if p.get('parse_error')] == [
+        site.url('/docs/cut.pdf')]
     # The PDF's bytes are in its WARC record (the raw-body store), not in the records.
     from jobs.lib import warcfile
     page = next(p for layer in fetched for p in layer if p['url'].endswith('report.pdf'))

@@ -206,6 +206,7 @@ class PageParser:
         """A content parser's fields (jobs.lib.content): title, text (also the main
         text: a document has no page furniture), links, language, SimHash; a document
         it cannot read keeps its fetch metadata and names why in parse_error."""
+        page['parser'] = parser.name
         try:
             got = self.content.parse(parser, data, base, self.conf['parse'])
         except content.ParserError as e:

@@ -11,7 +11,7 @@ import re
 
 from lxml import etree
 
-SCHEMA_VERSION = '4'
+SCHEMA_VERSION = '5'
 _INVALID_XML_RE = re.compile(
     '[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
@@ -87,13 +87,15 @@ def page_xml_bytes(page):
     fetch = _sub(root, 'fetch', status=page.get('status'),
                  http_status=str(page.get('http_status') or ''),
                  time=page.get('fetch_time'), depth=str(page.get('depth', 0)),
-                 layer=str(page.get('layer', 0)))
+                 layer=str(page.get('layer', 0)), parser=page.get('parser'))
     _el(fetch, 'content_type', _text(page.get('content_type')))
     _el(fetch, 'encoding', _text(page.get('encoding')))
     _el(fetch, 'length', str(page.get('length') or 0))
     _el(fetch, 'digest', _text(page.get('digest')))
     if page.get('simhash'):
         _el(fetch, 'simhash', _text(page['simhash']))
+    if page.get('parse_error'):
+        _el(fetch, 'parse_error', _text(page['parse_error']))
     _el(root, 'language', _text(page.get('language')))
     _el(root, 'title', _text(page.get('title')))
     _el(root, 'description', _text(page.get('description')))
