@@ -1,8 +1,11 @@
 """report.html's harvest tables: per layer, the pace of the fetch, the links parsed, the
-on-topic pages and what generate held back; per limited site, its counts against its
-limits (jobs.lib.sitelimits). Kept apart from drivers/report_html.py, which renders the
-rest of the page and calls these."""
+on-topic pages and what generate held back; per fetch task, its pages a second (from
+the ``task`` records each fetch task leaves in robots/NNN: the layers of the last
+cycle); per limited site, its counts against its limits (jobs.lib.sitelimits). Kept
+apart from drivers/report_html.py, which renders the rest of the page and calls these."""
 import html
+import json
+import statistics
 
 from drivers.report_html import _fmt, _table
 from jobs.lib import records as R
@@ -30,7 +33,47 @@ def harvest_section(data):
     body.append('<p>harvest rate = on-topic pages / pages scored (with a topic profile). '
                 'Held back: URLs the next layer\'s generate left unfetched in the crawl '
                 'database, by cap or site limit; later layers and cycles take them.</p>')
-    return body + site_limits_section(data)
+    return body + tasks_section(data) + site_limits_section(data)
+
+
+def scan_tasks(fs, out):
+    """{layer: [task record]} from robots/NNN/part-* (jobs/fetch.py)."""
+    tasks = {}
+    root = fs.join(out, 'robots')
+    for name in fs.listdir(root):
+        if not name.isdigit():
+            continue
+        for part in fs.listdir(fs.join(root, name)):
+            if not part.startswith('part-'):
+                continue
+            for line in fs.iter_lines(fs.join(root, name, part)):
+                if b'"task"' in line[:40]:
+                    rec = json.loads(line)
+                    if rec.get('kind') == 'task':
+                        tasks.setdefault(int(name), []).append(rec)
+    return tasks
+
+
+def tasks_section(data):
+    """Per layer, the fetch tasks' pages a second: the spread, and the slowest task."""
+    e = html.escape
+    table = []
+    for layer, recs in sorted((data.get('tasks') or {}).items()):
+        rates = [r['fetched'] / r['seconds'] for r in recs if r.get('seconds')]
+        slow = max(recs, key=lambda r: r.get('seconds') or 0)
+        table.append(['%03d' % layer, _fmt(len(recs)), _fmt(sum(r['urls'] for r in recs)),
+                      ' / '.join(_fmt(v, 2) for v in (min(rates), statistics.median(rates),
+                                                       max(rates))) if rates else 'n/a',
+                      '%s on %s: %s s' % (_fmt(slow['task']), e(slow.get('node') or '?'),
+                                          _fmt(slow.get('seconds')))])
+    if not table:
+        return []
+    return ['<h3>Fetch tasks</h3>', _table(
+        ['layer', 'tasks', 'URLs', 'pages/s per task (min / median / max)',
+         'slowest task'], table, left=(4,)),
+        '<p>From each fetch task\'s own record (robots/NNN): on Hadoop, one YARN '
+        'container each. A slow task on one node points at that node or at its '
+        'politeness keys.</p>']
 
 
 def site_limits_section(data):

@@ -202,6 +202,12 @@ def collect(out, fs, report=None, conf=None):
         hosts = scan_hosts(fs, out)
     except Exception as e:
         notes.append('hosts/ unreadable: %s: %s' % (type(e).__name__, e))
+    tasks = None
+    try:
+        from drivers.report_harvest import scan_tasks
+        tasks = scan_tasks(fs, out)
+    except Exception as e:
+        notes.append('robots/ unreadable: %s: %s' % (type(e).__name__, e))
     if index is None:
         notes.append('no index/ (the crawl has not finished): no duplicate rates, '
                      'error examples or robots examples')
@@ -235,7 +241,7 @@ def collect(out, fs, report=None, conf=None):
             'errors': [(k, v) for k, v in classes if k[0] != R.FETCH_ROBOTS_DENIED],
             'robots': [(k, v) for k, v in classes if k[0] == R.FETCH_ROBOTS_DENIED],
             'hosts': hosts, 'index': index is not None, 'notes': notes,
-            'sites': conf.get('sites') or []}
+            'sites': conf.get('sites') or [], 'tasks': tasks}
 
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}

@@ -38,7 +38,8 @@ is map-only:
    task writes the answers it read itself to --robots-dir. So do ``pace`` records,
    when each key's last request of the layer ended: a key's first request in a later
    layer comes ``politeness.delay`` after it, however soon that layer starts (the
-   clocks of a cluster's machines agree to well within a delay, NTP).
+   clocks of a cluster's machines agree to well within a delay, NTP), and ``task``
+   records: each task's URLs, pages fetched and seconds (report.html).
 2. **fetch** (map only). Each map task reads one list whole (jobs.base.WHOLE_FILES),
    regroups it by politeness key and fetches ``fetch.threads`` keys at once, one
    connection per key with ``politeness.delay`` between its requests.
@@ -49,16 +50,14 @@ is map-only:
    page the key's thread fetched is parsed by the task's main thread, as always, and
    its links handed back (a jobs.lib.follow.Reply) before the thread goes on.
 
-A Hadoop crawl makes the fetch lists in the driver when the layer is small
-(hadoop.local_max_bytes, drivers/hadoop.py run_cut) and runs only the fetch on YARN:
-one container wave and no shuffle in the job that holds the layer's time.
+A Hadoop crawl makes small layers' lists in the driver (hadoop.local_max_bytes,
+drivers/hadoop.py run_cut): the YARN job that holds the layer's time has no shuffle.
 
-Why bins rather than one list per host: the lists are the fetch tasks, so there are
-exactly ``fetch.reducers`` of them running at once and none waits for a second wave. A
-key goes to the bin the fetch plan chose by predicted cost (``--plan``, MRPlanFetch: URL
-count x (delay + latency), largest first on the least loaded bin), else to crc32(key)
-mod bins. The bin's shuffle key is a label whose Hadoop KeyFieldBasedPartitioner hash
-is that bin (jobs.lib.plan.label_for), so on Hadoop each bin is exactly one reducer.
+Bins, not one list per host: the lists are the tasks, ``fetch.reducers`` of them at
+once, none waiting for a second wave. A key goes to the bin the fetch plan chose by
+predicted cost (``--plan``, MRPlanFetch: largest first on the least loaded bin), else
+to crc32(key) mod bins; the bin's shuffle key is a label whose Hadoop
+KeyFieldBasedPartitioner hash is that bin (jobs.lib.plan.label_for).
 
 Run alone::
 
@@ -68,6 +67,7 @@ import contextlib
 import itertools
 import os
 import queue
+import socket
 import threading
 import time
 import zlib
@@ -182,7 +182,9 @@ class MRFetch(CrawlJob):
         URL requested before -> ('LABEL KEY', [politeness key, known record]), of any
         other URL, with following on -> (..., held record). LABEL is the bin (the
         partition), KEY groups the reducer's calls by politeness key."""
-        for rec in self.records(line, 'url', 'db', 'robots', 'pace'):
+        for rec in self.records(line, 'url', 'db', 'robots', 'pace', 'task'):
+            if rec['kind'] == 'task':
+                continue       # for report.html, not the lists
             if rec['kind'] == 'pace':
                 yield self._list_key(rec['key']), [rec['key'], rec]
                 continue
@@ -251,15 +253,15 @@ class MRFetch(CrawlJob):
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
         self.paces = {}          # politeness key -> when its last request ended (epoch)
-        self.stats = {}
-        self.taken = []
-        # The parser is made when the first page arrives (_page_parser): its stack (lxml,
-        # selectolax, numpy, the language model) is most of a task's imports, and the
-        # first requests need none of it.
+        self.stats, self.taken = {}, []
+        # The parser comes with the first page (_page_parser): its stack is most of a
+        # task's imports (lxml, numpy, the language model); the first requests need none.
         self.parse_pages, self.parser = self.conf['fetch']['parse'], None
         self.warc = self.meta = self.robots_sink = None
         o = self.options
         part = int(os.environ.get('mapreduce_task_partition') or 0)
+        self.task = {'kind': 'task', 'url': '', 'task': part, 'started_at': time.time(),
+                     'urls': 0, 'fetched': 0}    # this task's record (robots/NNN)
         if o.robots_dir:
             from jobs.lib import sidefile
             self.robots_sink = sidefile.LineSink(o.robots_dir, 'part-f%05d' % part,
@@ -342,6 +344,8 @@ class MRFetch(CrawlJob):
             for key, (url, ended_at) in sorted(self.paces.items()):
                 self.robots_sink.add({'kind': 'pace', 'url': url, 'key': key,
                                       'ended_at': ended_at})
+            self.robots_sink.add(dict(self.task, node=socket.gethostname(), seconds=round(
+                time.time() - self.task['started_at'], 3)))
             self.robots_sink.commit()
         self.count(C.ROBOTS_REUSED, len(self.robots_cache.reused))
         self.count(C.ROBOTS_FETCHED, self.robots_fetches)
@@ -463,6 +467,9 @@ class MRFetch(CrawlJob):
             block = False
 
     def _emit(self, doc, reply=None):
+        t = self.task
+        t['url'], t['urls'] = t['url'] or doc['url'], t['urls'] + 1
+        t['fetched'] += doc['status'] == R.FETCH_FETCHED
         self.count(C.status(C.FETCH, doc['status'], None if doc['status'] == R.FETCH_FETCHED
                             else doc['reason']))
         self.count(C.BYTES, doc['length'])

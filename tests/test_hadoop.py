@@ -554,4 +554,11 @@ def test_sites_drive_a_yarn_crawl(tmp_path):
     assert (last['capped.pages'], last['quota.hour']) == (5, 4)
     steps = json.loads(fs.read_text(out_uri + '/steps/generate-001.json'))
     assert steps['runner'] == 'hadoop'
+    # Each YARN fetch task's own record (report.html's pages a second per task).
+    from drivers.report_harvest import scan_tasks
+    tasks = scan_tasks(fs, out_uri)
+    for row in report['layers']:
+        recs = tasks[row['layer']]
+        assert sum(r['urls'] for r in recs) == row['urls_in']
+        assert sum(r['fetched'] for r in recs) == row['fetched'] > 0
     fs.rm(out_uri)

@@ -157,3 +157,14 @@ def test_a_crawl_keeps_a_sites_delay_and_page_cap(site, tmp_path):
     assert '<h2>Harvest</h2>' in page and '<h3>Per-site limits</h3>' in page
     assert '<td class="l">fixture</td><td>6 / 6</td>' in page
     assert 'site_max_pages %d' % next(n for n in held if n) in page
+    # Each fetch task's record: what it fetched, in how long (report.html's task table).
+    from drivers.fs import for_path
+    from drivers.report_harvest import scan_tasks
+    tasks = scan_tasks(for_path(out), out)
+    assert sorted(tasks) == [row['layer'] for row in report['layers']]
+    for row in report['layers']:
+        recs = tasks[row['layer']]
+        assert sum(r['urls'] for r in recs) == row['urls_in']
+        assert sum(r['fetched'] for r in recs) == row['fetched']
+        assert all(r['seconds'] > 0 and r['node'] for r in recs)
+    assert '<h3>Fetch tasks</h3>' in page
