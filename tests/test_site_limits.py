@@ -168,3 +168,19 @@ def test_a_crawl_keeps_a_sites_delay_and_page_cap(site, tmp_path):
         assert sum(r['fetched'] for r in recs) == row['fetched']
         assert all(r['seconds'] > 0 and r['node'] for r in recs)
     assert '<h3>Fetch tasks</h3>' in page
+
+
+def test_a_site_delay_never_goes_below_robots_crawl_delay(tmp_path):
+    """A site asks for 0.05 s, its robots.txt for Crawl-delay: 0.3: the server's log
+    shows 0.3 s between requests from the robots.txt request on."""
+    from drivers.fixture_site import FixtureSite
+    with FixtureSite('127.0.0.6', robots=b'User-agent: *\nCrawl-delay: 0.3\n') as s:
+        conf = test_conf('politeness.delay=1.0')
+        conf['sites'] = [_site(tmp_path / 'fast.toml',
+                               '[site]\nhosts = ["127.0.0.6"]\ndelay = 0.05\n')]
+        crawl_site(s, tmp_path, conf, depth=1)
+        times = [r['t'] for r in s.requests]
+    assert len(times) > 5
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    assert min(gaps) >= 0.3
+    assert sorted(gaps)[len(gaps) // 2] < 1.0      # the site's delay, not the global one
