@@ -422,9 +422,12 @@ def test_a_keys_first_request_keeps_the_delay_from_its_last_in_an_earlier_layer(
         paces[long_ago.url('/')]['ended_at'] = asked - 60
         carried = [r for r in written if r['kind'] == 'robots'] + list(paces.values())
         seen = {s.host: len(s.requests) for s in sites}
+        # One fetch list: the inline runner runs lists one after another, and a second
+        # list would start only after the first one's wait.
         run(MRFetch, tmp_path, [{'kind': 'url', 'url': s.url('/a.html'), 'depth': 1}
                                 for s in sites] + carried,
-            'politeness.delay=%s' % delay, args=['--robots-dir', str(tmp_path / 'r1')])
+            'politeness.delay=%s' % delay, args=['--robots-dir', str(tmp_path / 'r1'),
+                                                 '--bins', '1'])
         for s in sites:
             assert [r['path'] for r in s.requests[seen[s.host]:]] == ['/a.html']
         assert now.requests[-1]['t'] >= asked_t + delay * 0.95
