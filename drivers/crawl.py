@@ -38,33 +38,12 @@ from drivers.merge_driver import MergeDriver
 from drivers.optimizer_driver import OptimizerDriver
 from drivers.parser_driver import ParserDriver
 from drivers.report import Report
+from drivers.runners import TASK_ENV_ARGS, local_runner_args
 from drivers.seeds import NO_CRAWL, NoSeeds, gather
 from jobs.lib import counters as C, urls
 from jobs.lib.sites import entry_urls
 
 log = logging.getLogger('mrcrawl')
-
-
-def local_runner_args():
-    """mrjob switches for ``-r local``.
-
-    - ``--no-bootstrap-mrjob``: the local runner's tasks run this interpreter, which has
-      mrjob installed; zipping mrjob for every job and importing it from the zip in every
-      task is a large share of a CPU-bound crawl's time (bench/README.md).
-    - ``--sort-bin`` with ``-S 64M``: the shuffle's sort (GNU sort, on the reducer key
-      alone, stable, as mrjob's default) with a bounded buffer (unbounded, GNU sort's
-      grows with the input: bench/crawldb_update.py). With ``--batch-size=256`` it merges
-      up to 256 sorted runs of 64 MB (16 GB of input) in one pass where its default of
-      16 took several.
-    """
-    return ['--no-bootstrap-mrjob', '--sort-bin',
-            "sort -t '\t' -k 1,1 -s -S 64M --batch-size=256"] + TASK_ENV_ARGS
-
-
-#: Task environment on every runner. setuptools replaces the stdlib's distutils (which
-#: mrjob 0.7.4 imports) with its own copy unless told not to, and the copy is loaded at
-#: every task's start-up.
-TASK_ENV_ARGS = ['--cmdenv', 'SETUPTOOLS_USE_DISTUTILS=stdlib']
 
 
 def _preload_report_libraries():
