@@ -309,8 +309,15 @@ class Crawl:
             self.progress('cycle %d: %d URL(s) new or due (%d due again, %d new seed(s))' % (
                 cycle['cycle'], urls_in, c.get(C.RECRAWL_DUE, 0), c.get(C.INJECTED_NEW, 0)))
         layer, done = first, {r['layer'] for r in cycle['layers']}
+        # Sites that name secondary resources: the resources the last layer's pages name
+        # are fetched in one more layer of resources only (no new page).
+        resources = any(s.get('resources') for s in self.conf.get('sites') or ())
         while urls_in:
-            more = layer - first < self.depth
+            hops = layer - first
+            more = 'pages' if hops < self.depth else \
+                'resources' if hops == self.depth and resources else None
+            if more == 'resources' and layer in done and not self.names_resources(layer):
+                more = None
             nxt = self.path('in', layer_name(layer + 1))
             if layer in done and (not more or self.fs.exists(nxt)):
                 # Finished in an earlier run (its row is saved): nothing to load or redo.
@@ -331,7 +338,7 @@ class Crawl:
                 break
             urls_in, hosts_in = self.optimizer.generated(generate)
             layer += 1
-            if not urls_in:
+            if not urls_in and more == 'pages':
                 self.progress('layer %s: no URL to fetch; stopping' % layer_name(layer))
         if cycle['cycle'] > 1 and not cycle['layers']:
             result = self.merger.unchanged(cycle)
@@ -385,20 +392,27 @@ class Crawl:
 
     def run_layer(self, layer, urls_in, hosts_in, more):
         """One layer, as Nutch's fetch, parse, updatedb and generate: CrawlerDriver,
-        ParserDriver, OptimizerDriver (its generate only if *more*). (Steps by kind,
-        whether a STOP file ended it.)"""
+        ParserDriver, OptimizerDriver (its generate if *more*: 'pages', or 'resources'
+        for the resources only). (Steps by kind, whether a STOP file ended it.)"""
         self.progress('layer %s: %d URL(s) to fetch' % (layer_name(layer), urls_in))
         steps = {}
         try:
             self.crawler.fetch(layer, urls_in, hosts_in, steps)
             self.parser.parse(layer, steps)
             self.optimizer.update(layer, steps)
+            if more == 'resources' and not self.names_resources(layer):
+                more = None           # the last layer's pages named no new resource
             if more:
-                self.optimizer.generate(layer, steps)
+                self.optimizer.generate(layer, steps, resources_only=more == 'resources')
         except Stopped:
             return steps, True
         self.optimizer.prune(layer)
         return steps, False
+
+    def names_resources(self, layer):
+        """Did layer *layer*'s pages name resources the crawl did not know?"""
+        step = self.report.load_step('optimize-' + layer_name(layer))
+        return bool(step['counters'].get(C.OPTIMIZE, {}).get(C.NEW_RESOURCES))
 
     def layer_step(self, steps, kind, name, job_cls, inputs, final, args, runner=None):
         """One step of a layer's driver: run it (or load it, done in an earlier run)

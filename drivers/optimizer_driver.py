@@ -17,6 +17,7 @@ import json
 
 from drivers.cycles import layer_name
 from jobs.lib import counters as C
+from jobs.lib.records import now_iso
 
 
 class OptimizerDriver:
@@ -36,13 +37,14 @@ class OptimizerDriver:
         c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
                      db_in + [pages], c.path('crawldb', L), ['--layer', str(layer)])
 
-    def generate(self, layer, steps):
-        """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer."""
+    def generate(self, layer, steps, resources_only=False):
+        """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer (only the
+        secondary resources after a cycle's last layer, *resources_only*)."""
         from jobs.generate import MRGenerate
         from jobs.pagerank import MRPageRank
         c, L = self.crawl, layer_name(layer)
         gen_in = [c.path('crawldb', L)]
-        if self.conf['generate']['strategy'] == 'pagerank':
+        if self.conf['generate']['strategy'] == 'pagerank' and not resources_only:
             # Partial PageRank of the graph so far, every pagerank_every layers;
             # generate reads the newest one.
             every = self.conf['generate']['pagerank_every']
@@ -55,7 +57,8 @@ class OptimizerDriver:
         nxt = layer_name(layer + 1)
         c.layer_step(steps, 'generate', 'generate-' + nxt, MRGenerate, gen_in,
                      c.path('in', nxt), ['--max-depth', str(c.depth), '--layer',
-                                         str(layer + 1)])
+                                         str(layer + 1), '--now', now_iso()]
+                     + (['--resources-only'] if resources_only else []))
 
     def cycle_generate(self, cycle, seeds_path):
         """A later cycle's first layer: crawldb -> in/FIRST (MRGenerate in cycle mode:

@@ -43,6 +43,11 @@ fetched page) are outside both caps: they are keyed apart from their host's page
 ``generated_resources_total``). Their number is bounded where they are named
 (``parse.max_resources_per_page``) and only fetched pages name any.
 
+``--resources-only`` (the layer after a cycle's last, when sites name resources):
+only the secondary resources, so that those the last layer's pages name are fetched in
+the same cycle; an unfetched page within the depth (deferred, held back) waits for
+the next cycle (counter ``pages_for_next_cycle_total``).
+
 Cycle mode (``--recrawl-at TIME``: the first layer of a crawl's second and later
 cycles, drivers/crawl.py): besides the unfetched URLs, select the known ones whose last
 fetch + ``fetch_interval`` is not after TIME (all of them when ``recrawl.interval`` is
@@ -122,6 +127,13 @@ class MRGenerate(CrawlJob):
                                    '(ISO-8601 UTC). Default: off.')
         self.add_passthru_arg('--inject', action='store_true',
                               help='Some inputs are seed url records: join them first.')
+        self.add_passthru_arg('--now', metavar='TIME', default=None,
+                              help='The layer\'s time (ISO-8601 UTC), which per-site quotas '
+                              'count back from, the same in every task. Default: '
+                              '--recrawl-at, else the task\'s clock.')
+        self.add_passthru_arg('--resources-only', action='store_true',
+                              help='Select secondary resources only: the layer after a '
+                              'cycle\'s last, which fetches what its pages name.')
 
     def steps(self):
         if self.options.inject:
@@ -220,6 +232,9 @@ class MRGenerate(CrawlJob):
             self.count(C.BEYOND_DEPTH)
             return
         extra = _resource_extra(db)
+        if extra is None and self.options.resources_only:
+            self.count(C.PAGES_FOR_NEXT_CYCLE)
+            return
         yield (self.shuffle_key(db['url']) if extra is None else RESOURCE_KEY), [
             db['depth'], db['url'], db.get('inlinks') or 0,
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
@@ -284,12 +299,17 @@ class MRGenerate(CrawlJob):
         gen = self.conf['generate']
         if host == RESOURCE_KEY:
             # Resources: outside the caps (see the module doc), written as they come.
+            # Their hosts count when they are the whole layer (the driver's fetch plan).
+            hosts = set()
             for cand in values:
                 self.count(C.GENERATED_RESOURCES)
+                if self.options.resources_only:
+                    hosts.add(urls.host(cand[1]))
                 if gen['top_n']:
                     yield RESOURCE_KEY, cand
                 else:
                     yield None, self._url_record(cand)
+            self.count(C.GENERATED_HOSTS, len(hosts))
             return
         if host.startswith(SITE_KEY):
             yield from self.reducer_site(host[len(SITE_KEY):], values)

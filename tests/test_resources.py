@@ -258,3 +258,31 @@ def test_crawl_fetches_resources_once_with_a_cap(site, tmp_path):
             for e in page.find('resources')] == [
         ('/media/clip.mp4', 'fetched', c['digest'], 'true'),
         ('/private/trailer.mp4', 'robots_denied', None, 'false')]
+
+
+def test_resources_the_last_layers_pages_name_are_fetched_in_the_same_cycle(site, tmp_path):
+    """Depth 1 from /media/: the films are the last layer's pages. One more layer
+    fetches what they name, and nothing else; a crawl whose last layer names no
+    resource runs no such layer (no job on a cluster)."""
+    conf = sites.resolve(test_conf(
+        'parse.sites=%s' % json.dumps([MEDIA_TOML]), 'politeness.delay=0.05'))
+    out, report = crawl_site(site, tmp_path, conf, depth=1, start='/media/')
+    base = site.url('')
+    last = read_records(os.path.join(out, 'out', '002'))
+    assert sorted(r['url'][len(base):] for r in last) == [
+        '/media/clip.mp4', '/media/still.jpg', '/private/trailer.mp4']
+    assert all(r.get('resource_of') for r in last)
+    with open(os.path.join(out, 'steps', 'generate-002.json')) as f:
+        gen = json.load(f)['counters']['generate']
+    assert gen['generated_total'] == gen['generated_resources_total'] == 3
+    assert [row['layer'] for row in report['layers']] == [0, 1, 2]
+    merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+    assert [(r['url'][len(base):], r['status']) for r in
+            merged[base + '/media/film1.html']['resources']] == [
+        ('/media/still.jpg', 'fetched'), ('/media/clip.mp4', 'fetched')]
+    # No page of the site names a resource: no extra layer, no extra generate.
+    (tmp_path / 'plain').mkdir()
+    plain, report = crawl_site(site, tmp_path / 'plain', test_conf('politeness.delay=0.05'),
+                               depth=1)
+    assert [row['layer'] for row in report['layers']] == [0, 1]
+    assert not os.path.exists(os.path.join(plain, 'steps', 'generate-002.json'))
