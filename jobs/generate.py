@@ -27,14 +27,10 @@ reducer keeps the best top_n of the layer (``over_top_n_total``). URLs over a ca
 ``unfetched`` in crawldb and come back in later layers; only a cap's worth of
 candidates is held in memory.
 
-Per-site limits (jobs.lib.sitelimits: a site file's ``max_pages``, ``quota_per_hour``,
-``quota_per_day``): the candidates of a limited site, and what its known pages count
-against its limits, are keyed by the site (``SITE_KEY`` + name) instead of the host, so
-that one reducer sees them all. There each host's candidates meet the host cap first,
-then the site's best ones take what its limits still allow; the rest stay unfetched,
-counted by limit (``site_max_pages_total``, ``site_quota_hour_total``,
-``site_quota_day_total``); group ``site_limits`` has each limited site's counts after
-the layer (``NAME.pages``, ``NAME.hour``, ``NAME.day``) and ``NAME.held``.
+Per-site limits (``max_pages``, ``quota_per_hour``, ``quota_per_day``: jobs.lib.sitelimits):
+a limited site's candidates and counts are keyed by the site (``SITE_KEY`` + name), so
+one reducer applies the host cap, then the site's limits; the rest stay unfetched,
+counted by limit (``site_*_total``; group ``site_limits``: NAME.pages, .hour, .day, .held).
 
 Secondary resources (crawldb records with ``resource_of``: files a site rule names on a
 fetched page) are outside both caps: they are keyed apart from their host's pages
@@ -185,8 +181,9 @@ class MRGenerate(CrawlJob):
     def limits(self):
         """The sites with limits (jobs.lib.sitelimits), as of the layer's time."""
         if not hasattr(self, '_limits'):
-            self._limits = Limits.for_conf(self.conf, parse_time(self.options.recrawl_at)
-                                           if self.options.recrawl_at else datetime.now(timezone.utc))
+            at = self.options.recrawl_at or self.options.now
+            self._limits = Limits.for_conf(self.conf, parse_time(at) if at
+                                           else datetime.now(timezone.utc))
             self._use = {}
         return self._limits
 
@@ -348,32 +345,52 @@ class MRGenerate(CrawlJob):
         candidates of each host under the host cap, then the site's best of those its
         limits allow. Held in memory: per host, at most what the cap or the limits
         could take (all of a host's candidates for pagerank and major_site, which need
-        the whole host, as :meth:`reducer_cap_host` does)."""
+        the whole host, as :meth:`reducer_cap_host` does); due pages that no limit
+        bounds and no cap holds stream through."""
         gen, spec = self.conf['generate'], self.limits.specs[name]
         strategy, cap = gen['strategy'], self.conf['filter']['max_urls_per_host']
         whole = strategy in ('pagerank', 'major_site')
         bounds = {new: static_bound(spec, new) for new in (True, False)}
+        stream_due = not cap and bounds[False][0] is None and not whole
         # held: limit -> candidates it held back; pruned: new? -> those past a bound
         used, ranks, hosts, held, pruned = [0, 0, 0], {}, {}, {}, {True: 0, False: 0}
+        streamed, taken_hosts = 0, set()
         for v in values:
             if v[0] == 'use':
                 used = [a + b for a, b in zip(used, v[1])]
             elif v[0] == 'pr':
                 ranks[v[1]] = v[2]
+            elif stream_due and not _is_new(v):
+                # Nothing limits or caps it (a due page takes no max_pages): as it comes.
+                streamed += 1
+                taken_hosts.add(urls.host(v[1]))
+                key = priority(v, strategy, gen['topic_weight'])
+                yield (None, [key, v]) if gen['top_n'] else (None, self._url_record(v, key))
             else:
-                hosts.setdefault(urls.host(v[1]), {True: [], False: []})[
-                    not (v[6] and 'prev' in v[6])].append(v)
+                host = hosts.setdefault(urls.host(v[1]), [0, {True: [], False: []}])
+                host[0] += 1
+                host[1][_is_new(v)].append(v)
                 if not whole:     # prune as they come: keep what could be taken
-                    self._prune(hosts[urls.host(v[1])], bounds, cap, strategy, 0.0, pruned)
-        survivors = []
-        for by_new in hosts.values():
+                    self._prune(host[1], bounds, cap, strategy, 0.0, pruned)
+        allowance, survivors = Allowance(spec, used), []
+        allowance.used['hour'] += streamed
+        allowance.used['day'] += streamed
+        for seen, by_new in hosts.values():
             for c in by_new[True] + by_new[False]:
                 if whole and c[5] is None:
                     c[5] = ranks.get(c[1])
             weight = sum(c[2] for c in by_new[True] + by_new[False]) \
                 if strategy == 'major_site' else 0.0
-            survivors += self._prune(by_new, bounds, cap, strategy, weight, pruned, True)
-        allowance, taken_hosts = Allowance(spec, used), set()
+            kept = self._prune(by_new, bounds, cap, strategy, weight, pruned, True)
+            # Host cap first: of what this host lost, what the cap would have cut is
+            # the cap's; the rest is the site limits'.
+            over_cap = max(0, seen - cap) if cap else 0
+            self.count(C.OVER_HOST_CAP, over_cap)
+            for new in (True, False):
+                moved = min(over_cap, pruned[new])
+                pruned[new] -= moved
+                over_cap -= moved
+            survivors += kept
         for key, new, cand in sorted(survivors, key=lambda kc: kc[0]):
             reason = allowance.take(new)
             if reason:
@@ -383,6 +400,10 @@ class MRGenerate(CrawlJob):
             yield (None, [key, cand]) if gen['top_n'] else (None, self._url_record(cand, key))
         if not gen['top_n']:
             self.count(C.GENERATED_HOSTS, len(taken_hosts))
+        self._count_site(name, allowance, held, pruned, bounds)
+
+    def _count_site(self, name, allowance, held, pruned, bounds):
+        """A limited site's counters: what each limit held back, and its counts."""
         for new, n in pruned.items():
             # Past what the limits could ever allow a layer: held by the one that ran
             # out (else by the one that set the bound).
@@ -397,9 +418,10 @@ class MRGenerate(CrawlJob):
 
     def _prune(self, by_new, bounds, cap, strategy, weight, pruned, final=False):
         """Trim one host's candidates of a limited site, *by_new* ({True: new ones,
-        False: due ones}), to what the host cap and the site's bounds could take; what
-        a bound drops is added to *pruned* (new? -> count). *final*: return the
-        survivors as (priority, new, candidate), past the cap."""
+        False: due ones}), to what the host cap and the site's bounds could take; every
+        drop is added to *pruned* (new? -> count; the caller gives the host cap its
+        share). *final*: return the survivors as (priority, new, candidate), within the
+        cap."""
         tw = self.conf['generate']['topic_weight']
         out = []
         for new in (True, False):
@@ -412,17 +434,14 @@ class MRGenerate(CrawlJob):
             keyed = sorted(((priority(c, strategy, tw, weight), c) for c in cands),
                            key=lambda kc: kc[0])
             if keep is not None and len(keyed) > keep:
-                dropped = len(keyed) - keep
-                if cap and keep == cap:
-                    self.count(C.OVER_HOST_CAP, dropped)
-                else:
-                    pruned[new] += dropped
+                pruned[new] += len(keyed) - keep
                 keyed = keyed[:keep]
             by_new[new] = [c for _, c in keyed]
             out += [(k, new, c) for k, c in keyed]
         if final and cap and len(out) > cap:
             out.sort(key=lambda kc: kc[0])
-            self.count(C.OVER_HOST_CAP, len(out) - cap)
+            for _, new, _ in out[cap:]:
+                pruned[new] += 1
             out = out[:cap]
         return out
 
@@ -450,6 +469,13 @@ class MRGenerate(CrawlJob):
         if cand[6]:
             rec.update(cand[6])
         return rec
+
+
+def _is_new(cand):
+    """Would fetching candidate *cand* ask the site for a page it was never asked for
+    (what max_pages counts)? Not a due page whose last fetch was a request."""
+    prev = cand[6] and cand[6].get('prev')
+    return not (prev and prev.get('status') in R.DB_REQUESTED)
 
 
 def _resource_extra(db):

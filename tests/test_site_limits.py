@@ -184,3 +184,46 @@ def test_a_site_delay_never_goes_below_robots_crawl_delay(tmp_path):
     gaps = [b - a for a, b in zip(times, times[1:])]
     assert min(gaps) >= 0.3
     assert sorted(gaps)[len(gaps) // 2] < 1.0      # the site's delay, not the global one
+
+
+def test_a_page_belongs_to_the_first_site_that_matches_it(tmp_path):
+    """An earlier site without limits or delay owns its pages: a later limited site
+    that also matches them neither holds them back nor slows them down."""
+    conf = test_conf('politeness.delay=1.0')
+    conf['sites'] = [_site(tmp_path / 'a.toml', '[site]\nname = "docs"\nurls = ["/docs/"]\n'),
+                     _site(tmp_path / 'b.toml', '[site]\nname = "all"\nhosts = ["h.example"]\n'
+                           'max_pages = 1\ndelay = 5\n')]
+    path = tmp_path / 'conf.json'
+    path.write_text(json.dumps(conf))
+    db = [_db('http://h.example/docs/%d' % i) for i in range(3)] + \
+        [_db('http://h.example/other/%d' % i) for i in range(3)]
+    out, counters = _generate(str(path), db)
+    got = sorted(r['url'] for r in out)
+    assert got == ['http://h.example/docs/%d' % i for i in range(3)] + [
+        'http://h.example/other/0']
+    assert counters['generate']['site_max_pages_total'] == 2
+    d = SiteDelays(conf)
+    assert d('http://h.example/docs/1') == 1.0 and d('http://h.example/other/1') == 5.0
+
+
+def test_the_host_cap_counts_first_and_unlimited_due_pages_stream(tmp_path):
+    cf = _conf_file(tmp_path, '[site]\nhosts = ["films.example"]\nquota_per_hour = 5\n',
+                    'filter.max_urls_per_host=10')
+    db = [_db('http://films.example/%03d' % i) for i in range(100)]
+    out, counters = _generate(cf, db)
+    g = counters['generate']
+    assert len(out) == 5
+    assert (g['over_host_cap_total'], g['site_quota_hour_total']) == (90, 5)
+    # max_pages only, no host cap: due pages take nothing of it and are not held.
+    # A due page that robots.txt denied was never asked for: it is a new page.
+    cf = _conf_file(tmp_path, '[site]\nhosts = ["films.example"]\nmax_pages = 3\n',
+                    'recrawl.interval=0')
+    db = [_db('http://films.example/seen%d' % i, 'fetched', ago=timedelta(days=1))
+          for i in range(300)] + \
+        [_db('http://films.example/denied', 'denied', ago=timedelta(days=1)),
+         _db('http://films.example/new')]
+    out, counters = _generate(cf, db)
+    got = {r['url'] for r in out}
+    assert len(got) == 300 and all('/seen' in u for u in got)
+    assert counters['generate']['site_max_pages_total'] == 2
+    assert counters['site_limits']['films.pages'] == 300

@@ -62,12 +62,14 @@ class SiteDelays:
     def __init__(self, conf):
         from jobs.lib.sites import SiteIndex
         self.default = conf['politeness']['delay']
-        self.index = SiteIndex([s for s in conf.get('sites') or ()
-                                if s.get('delay') is not None])
+        sites = conf.get('sites') or ()
+        # Every site when one sets a delay: a page belongs to the first that matches it.
+        self.index = SiteIndex(sites if any(s.get('delay') is not None for s in sites)
+                               else ())
 
     def __call__(self, url):
         site = self.index.match(url)
-        return self.default if site is None else site.delay
+        return self.default if site is None or site.delay is None else site.delay
 
     def of_key(self, key_urls):
         """The delay of a politeness key whose URLs are *key_urls*."""

@@ -17,6 +17,11 @@ database keeps its last fetch). A candidate a limit holds back stays ``unfetched
 the database and is counted by the limit's name; it comes back when the window moves
 on, in a later layer or cycle. Secondary resources are outside the limits, as they
 are outside the generator's other caps.
+
+A limited site's reducer applies ``filter.max_urls_per_host`` to each of its hosts;
+pages of one host that belong to two sites (``urls`` patterns) meet the cap once per
+site. With ``generate.top_n`` the site's take counts against its limits before the
+layer's top N is chosen, so a page the top N leaves out may have held another back.
 """
 from datetime import datetime, timedelta, timezone
 
@@ -35,9 +40,11 @@ class Limits:
     """The configured sites that set a limit; falsy when none does."""
 
     def __init__(self, specs, now):
-        specs = [s for s in specs or () if any(s.get(k) is not None for k in LIMIT_KEYS)]
-        self.index = SiteIndex(specs)
-        self.specs = {s['name']: s for s in specs}
+        limited = [s for s in specs or () if any(s.get(k) is not None for k in LIMIT_KEYS)]
+        self.specs = {s['name']: s for s in limited}
+        # Every site, not only the limited ones: a page belongs to the first site that
+        # matches it, which may set no limit.
+        self.index = SiteIndex(specs if limited else ())
         when = now.astimezone(timezone.utc)
         # Records' times are ISO-8601 UTC strings of one width: they compare as text.
         self.hour_since = _iso(when - timedelta(hours=1))
@@ -53,7 +60,7 @@ class Limits:
     def site(self, url):
         """The name of the limited site *url* belongs to, or None."""
         site = self.index.match(url)
-        return site.name if site is not None else None
+        return site.name if site is not None and site.name in self.specs else None
 
     def usage(self, db):
         """What the crawl database record *db* adds to its site's counts:
