@@ -27,9 +27,9 @@ is map-only:
    per bin on every runner: jobs.base.KEY_PARTITIONS). With the crawl database as a
    second input (``db`` records, crawldb/L-1), each key's list also names the URLs the
    crawl has requested before (``known`` lines: status fetched, redirected, gone or
-   failed, not as a redirect's target), an exact join per key: a redirect to one of them is not followed (reason
-   ``known_target``), so no page is fetched twice through an old URL that now redirects
-   to it. A key with no URL in this layer gets none of its known URLs. With
+   failed, not as a redirect's target), an exact join per key: a redirect to one of
+   them is not followed (reason ``known_target``), so no page is fetched twice through
+   an old URL that now redirects to it; a key with no URL in this layer gets none. With
    ``fetch.follow_hops`` they also name the key's other URLs the crawl holds (``held``
    lines: unfetched, not yet due), which in-fetch following must not fetch either.
    ``robots`` records (robots/*: the robots.txt answers earlier layers of the cycle
@@ -236,8 +236,7 @@ class MRFetch(CrawlJob):
         self.follow_hops = self.conf['fetch']['follow_hops']
         # Listed URLs handed to threads and not yet fetched: a thread counts each down as
         # it gets its record, so no key starts following once the last one is fetched.
-        self.listed_left = 0
-        self.listed_lock = threading.Lock()
+        self.listed_left, self.listed_lock = 0, threading.Lock()
         self.keys_waiting = 0    # keys of this list not yet given a thread
         budget = self.conf['fetch']['time_budget']
         # The budget counts from the task's start: the time the layer may spend.
@@ -261,7 +260,7 @@ class MRFetch(CrawlJob):
         o = self.options
         part = int(os.environ.get('mapreduce_task_partition') or 0)
         self.task = {'kind': 'task', 'url': '', 'task': part, 'started_at': time.time(),
-                     'urls': 0, 'fetched': 0}    # this task's record (robots/NNN)
+                     'urls': 0, 'followed': 0, 'fetched': 0}  # its record (robots/NNN)
         if o.robots_dir:
             from jobs.lib import sidefile
             self.robots_sink = sidefile.LineSink(o.robots_dir, 'part-f%05d' % part,
@@ -468,7 +467,8 @@ class MRFetch(CrawlJob):
 
     def _emit(self, doc, reply=None):
         t = self.task
-        t['url'], t['urls'] = t['url'] or doc['url'], t['urls'] + 1
+        t['url'] = t['url'] or doc['url']
+        t['followed' if doc.get('followed') else 'urls'] += 1
         t['fetched'] += doc['status'] == R.FETCH_FETCHED
         self.count(C.status(C.FETCH, doc['status'], None if doc['status'] == R.FETCH_FETCHED
                             else doc['reason']))

@@ -103,8 +103,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 
 ``task`` (robots/NNN, beside them): one per fetch task: url (the first URL it wrote a
     record for, '' if none), task (int: its partition), node (host name), started_at
-    (float: epoch seconds), seconds (float), urls (int: records written), fetched (int:
-    of which status fetched). report.html's pages a second per task.
+    (float: epoch seconds), seconds (float), urls (int: records of its list's URLs),
+    followed (int: records of URLs it followed), fetched (int: of both, status fetched).
+    report.html's pages a second per task.
 
 ``deletion`` (delta/CCC/records, MRMergeJoin or MRDelta): url, reason (gone, noindex, redirected,
     robots_denied, filtered, duplicate, removed), duplicate_of (str|null: the page it
