@@ -187,9 +187,8 @@ class MRGenerate(CrawlJob):
             self._use = {}
         return self._limits
 
-    def shuffle_key(self, url):
-        """Where a page's candidate goes: its limited site's key, else its host."""
-        site = self.limits.site(url) if self.limits else None
+    def shuffle_key(self, url, site=None):
+        """Where a page's candidate goes: its limited *site*'s key, else its host."""
         return urls.host(url) if site is None else SITE_KEY + site
 
     def mapper_final_use(self):
@@ -202,11 +201,12 @@ class MRGenerate(CrawlJob):
         unfetched URL within the depth, or in cycle mode a known one that is due. A page
         of a limited site goes to its site's key instead, and adds to its counts."""
         if db['kind'] == 'pagerank':
-            yield self.shuffle_key(db['url']), ['pr', db['url'], db['pagerank']]
+            site = self.limits.site(db['url']) if self.limits else None
+            yield self.shuffle_key(db['url'], site), ['pr', db['url'], db['pagerank']]
             return
-        if self.limits and db.get('resource_of') is None:
-            site = self.limits.site(db['url'])
-            use = site and self.limits.usage(db)
+        site = self.limits.site(db['url']) if self.limits and not db.get('resource_of') else None
+        if site:
+            use = self.limits.usage(db)
             if use:
                 total = self._use.setdefault(site, [0, 0, 0])
                 for i in range(3):
@@ -220,7 +220,7 @@ class MRGenerate(CrawlJob):
                 yield urls.host(db['url']), [db['depth'], db['url'], 0, 0, 0.0, None,
                                              {'excluded': excluded}]
             elif self.options.recrawl_at and not excluded:
-                yield from self.due(db)
+                yield from self.due(db, site)
             return
         if excluded:
             self.count(C.NOW_EXCLUDED)
@@ -232,7 +232,7 @@ class MRGenerate(CrawlJob):
         if extra is None and self.options.resources_only:
             self.count(C.PAGES_FOR_NEXT_CYCLE)
             return
-        yield (self.shuffle_key(db['url']) if extra is None else RESOURCE_KEY), [
+        yield (self.shuffle_key(db['url'], site) if extra is None else RESOURCE_KEY), [
             db['depth'], db['url'], db.get('inlinks') or 0,
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
@@ -253,8 +253,8 @@ class MRGenerate(CrawlJob):
     #: stay out.
     DUE_STATUSES = (R.DB_FETCHED, R.DB_REDIRECTED, R.DB_GONE, R.DB_DENIED, R.DB_FAILED)
 
-    def due(self, db):
-        """A known db record -> (host, candidate) if it is due for a re-fetch."""
+    def due(self, db, site=None):
+        """A known db record -> (host or *site*'s key, candidate) if it is due again."""
         if db['status'] not in self.DUE_STATUSES or db['depth'] > self.options.max_depth:
             return
         if db.get('reason') == 'redirect_target':
@@ -283,7 +283,7 @@ class MRGenerate(CrawlJob):
         resource = _resource_extra(db)
         if resource is not None:
             extra.update(resource)
-        yield (self.shuffle_key(db['url']) if resource is None else RESOURCE_KEY), [
+        yield (self.shuffle_key(db['url'], site) if resource is None else RESOURCE_KEY), [
             db['depth'], db['url'], db.get('inlinks') or 0,
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
