@@ -36,6 +36,11 @@ HELD = {'max_pages': C.SITE_MAX_PAGES, 'quota_per_hour': C.SITE_QUOTA_HOUR,
         'quota_per_day': C.SITE_QUOTA_DAY}
 
 
+def _keys(new):
+    """The limits one more *new* page (else a due one) takes from."""
+    return ('quota_per_hour', 'quota_per_day') + (('max_pages',) if new else ())
+
+
 class Limits:
     """The configured sites that set a limit; falsy when none does."""
 
@@ -79,7 +84,6 @@ class Allowance:
 
     def __init__(self, spec, used):
         pages, hour, day = used
-        self.spec = spec
         self.left = {}
         for key, have in (('max_pages', pages), ('quota_per_hour', hour),
                           ('quota_per_day', day)):
@@ -89,10 +93,7 @@ class Allowance:
 
     def exhausted(self, new):
         """The limit that leaves nothing for one more *new* (or due) page, or None."""
-        for key in ('quota_per_hour', 'quota_per_day') + (('max_pages',) if new else ()):
-            if key in self.left and self.left[key] <= 0:
-                return key
-        return None
+        return next((k for k in _keys(new) if k in self.left and self.left[k] <= 0), None)
 
     def take(self, new):
         """Take one request (a *new* page also takes one of max_pages): None when
@@ -100,7 +101,7 @@ class Allowance:
         reason = self.exhausted(new)
         if reason:
             return reason
-        for key in ('quota_per_hour', 'quota_per_day') + (('max_pages',) if new else ()):
+        for key in _keys(new):
             if key in self.left:
                 self.left[key] -= 1
         self.used['hour'] += 1
@@ -112,8 +113,7 @@ class Allowance:
 def static_bound(spec, new):
     """At most how many of a site's *new* (or due) candidates one layer can take,
     whatever the counts: (the number or None for no bound, the limit that sets it)."""
-    keys = ('quota_per_hour', 'quota_per_day') + (('max_pages',) if new else ())
-    bounds = [(spec[k], k) for k in keys if spec.get(k) is not None]
+    bounds = [(spec[k], k) for k in _keys(new) if spec.get(k) is not None]
     return min(bounds) if bounds else (None, None)
 
 
