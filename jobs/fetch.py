@@ -381,14 +381,14 @@ class MRFetch(CrawlJob):
         one output record, and so does every URL it follows."""
         n_done = 0
         hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
-                                 budget_deadline=self.budget_deadline)
+                                 budget_deadline=self.budget_deadline,
+                                 delay=self.delays.of_key(r['url'] for r in items))
         follower = more = None
         if self.follow_hops:
             follower = follow.Follower(
                 hf.same_key, itertools.chain((r['url'] for r in items), known, held),
                 self.options.max_depth, self.follow_hops)
             more = follower.items(self._may_follow, hf.requested)
-        hf.slot.delay = self.delays.of_key(r['url'] for r in items)
         try:
             if ended_at is not None:
                 # Another machine's clock a little ahead counts as 'just now'.

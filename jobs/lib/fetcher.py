@@ -72,12 +72,13 @@ class HostFetcher:
 
     *resolver* (jobs.lib.netpolicy.Resolver, one per task) resolves and checks every
     connection; by default one of the settings' own. *budget_deadline* (a ``clock()``
-    value or None) is when the reducer's time budget ends; ``stats`` counts what the job
-    reports as counters (names in jobs.lib.counters).
+    value or None) is when the reducer's time budget ends; *delay* the key's delay
+    (default: politeness.delay; jobs.lib.politeness.SiteDelays); ``stats`` counts what
+    the job reports as counters (names in jobs.lib.counters).
     """
 
     def __init__(self, conf, robots_cache=None, resolver=None, clock=time.monotonic,
-                 sleep=time.sleep, budget_deadline=None):
+                 sleep=time.sleep, budget_deadline=None, delay=None):
         pol, fet = conf['politeness'], conf['fetch']
         self.user_agent = pol['user_agent']
         self.obey_robots = pol['obey_robots']
@@ -97,7 +98,8 @@ class HostFetcher:
         self.max_url_length = conf['filter']['max_url_length']
         self.robots_cache = robots_cache or robots.RobotsCache()
         self.resolver = resolver or Resolver.for_conf(conf)
-        self.slot = Slot(pol['delay'], fet['max_request_seconds'], clock, sleep,
+        self.slot = Slot(pol['delay'] if delay is None else delay,
+                         fet['max_request_seconds'], clock, sleep,
                          budget_deadline)
         self.clock = clock
         self.http = None
