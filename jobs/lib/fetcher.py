@@ -27,12 +27,11 @@ when the reducer's ``fetch.time_budget`` runs out the rest is deferred.
 import base64
 import hashlib
 import itertools
-import socket
 import time
 
 from jobs.lib import content, counters as C, encoding, httpio, records as R, robots, urls
 from jobs.lib.httpio import NETWORK_ERRORS
-from jobs.lib.netpolicy import Blocked, Resolver
+from jobs.lib.netpolicy import Resolver
 from jobs.lib.politeness import OutOfBudget, Slot, TimeLimit, politeness_key
 
 
@@ -338,7 +337,7 @@ class HostFetcher:
         if urls.hostname(target) != urls.hostname(doc['url']):
             # Another name of this key (politeness.key = domain or ip): its address
             # passes the policy before its robots.txt is asked for.
-            refusal = self._check_host(target)
+            refusal = httpio.host_refusal(self.resolver, target)
             if refusal is not None:
                 return refusal
         rules = self._rules_for(target)
@@ -407,24 +406,6 @@ class HostFetcher:
                     self.slot.raise_delay(crawl_delay)
         return self._fetch_one(rec, layer)
 
-    def _check_host(self, url):
-        """(status, reason) when no URL of this host can be fetched, else None.
-
-        Resolving once up front keeps a host whose name does not resolve, or that sits
-        on a refused network, from costing a timeout (and a robots.txt try) per URL.
-        """
-        name = urls.hostname(url)
-        port = 443 if url.startswith('https:') else 80
-        try:
-            self.resolver.resolve(name, port)
-        except Blocked:
-            return R.FETCH_FILTERED, 'private_address'
-        except (socket.gaierror, UnicodeError):
-            return R.FETCH_NETWORK_ERROR, 'dns'
-        except OSError as e:
-            return R.FETCH_NETWORK_ERROR, httpio.error_reason(e)
-        return None
-
     # -- a key ------------------------------------------------------------------------
 
     def fetch(self, items, layer=0, key=None, known=frozenset(), more=()):
@@ -468,7 +449,7 @@ class HostFetcher:
                 yield new_doc(rec, layer, *cut)
                 continue
             if name not in refusals:
-                refusals[name] = self._check_host(rec['url'])
+                refusals[name] = httpio.host_refusal(self.resolver, rec['url'])
             if refusals[name] is not None:
                 yield new_doc(rec, layer, *refusals[name])
                 continue

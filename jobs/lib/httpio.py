@@ -163,6 +163,25 @@ def http_exchange(resp):
                         'headers': [[k, v] for k, v in req.headers.items()]}}
 
 
+def host_refusal(resolver, url):
+    """(status, reason) when no URL of *url*'s host can be fetched, else None.
+
+    Resolving once up front keeps a host whose name does not resolve, or that sits on a
+    refused network, from costing a timeout (and a robots.txt try) per URL.
+    """
+    from jobs.lib import records as R, urls
+    port = 443 if url.startswith('https:') else 80
+    try:
+        resolver.resolve(urls.hostname(url), port)
+    except Blocked:
+        return R.FETCH_FILTERED, 'private_address'
+    except (socket.gaierror, UnicodeError):
+        return R.FETCH_NETWORK_ERROR, 'dns'
+    except OSError as e:
+        return R.FETCH_NETWORK_ERROR, error_reason(e)
+    return None
+
+
 def error_reason(exc):
     """Short reason for a network exception (used in counters)."""
     seen = set()
