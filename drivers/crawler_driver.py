@@ -66,6 +66,8 @@ class CrawlerDriver:
         if not c.fs.exists(fetched):
             c.fs.rm(c.path('robots', L))     # an interrupted run's files
         fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path('robots', L))
+        if self.conf['media']['store']:
+            fetch_args = fetch_args + c.task_path_args('--media-dir', c.path('media'))
         c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
                      args + fetch_args + (archive if fused else []), runner)
         if fused and c.fs.exists(meta) and not self.meta_whole(L):

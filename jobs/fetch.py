@@ -136,7 +136,10 @@ class MRFetch(CrawlJob):
                               'records) and when each politeness key\'s last request '
                               'ended (pace records) into this folder, one file per fetch '
                               'task, for the later layers\' fetch lists. Default: off.')
-        self.add_webhdfs_args('--warc-dir, --meta-dir and --robots-dir')
+        self.add_passthru_arg('--media-dir', default=None,
+                              help='With media.store: keep resources\' bytes (and '
+                              'previews) in this folder, by digest. Default: off.')
+        self.add_webhdfs_args('--warc-dir, --meta-dir, --robots-dir and --media-dir')
         self.add_passthru_arg('--max-depth', type=int, default=0,
                               help='The crawl\'s depth: in-fetch following '
                               '(fetch.follow_hops) never goes past it. Default: 0.')
@@ -256,29 +259,17 @@ class MRFetch(CrawlJob):
         # The parser comes with the first page (_page_parser): its stack is most of a
         # task's imports (lxml, numpy, the language model); the first requests need none.
         self.parse_pages, self.parser = self.conf['fetch']['parse'], None
-        self.warc = self.meta = self.robots_sink = None
-        o = self.options
         part = int(os.environ.get('mapreduce_task_partition') or 0)
         self.task = {'kind': 'task', 'url': '', 'task': part, 'started_at': time.time(),
                      'urls': 0, 'followed': 0, 'fetched': 0}  # its record (robots/NNN)
-        if o.robots_dir:
-            from jobs.lib import sidefile
-            self.robots_sink = sidefile.LineSink(o.robots_dir, 'part-f%05d' % part,
-                                                 o.webhdfs_url, o.hdfs_user)
-        if o.meta_dir and self.parse_pages:
-            from jobs.lib import sidefile
-            self.meta_of = sidefile.meta
-            self.meta = sidefile.LineSink(o.meta_dir, 'part-f%05d' % part, o.webhdfs_url,
-                                          o.hdfs_user)
-        if o.warc_dir:
-            # The raw bodies' store: this task's WARC file (jobs/lib/warcfile.py), so
-            # that keeping them costs no job of its own and out/ stays lean.
-            from jobs.lib import warcfile
-            self.warc = warcfile.Sink(
-                o.warc_dir, '%s-f%05d.warc.gz' % (o.warc_prefix, part), o.warc_prefix,
-                warcfile.warcinfo(o.warc_prefix, self.conf['politeness']['user_agent'],
-                                  self.conf['politeness']['obey_robots']),
-                lambda name, n: self.count(name, n, C.WARC), o.webhdfs_url, o.hdfs_user)
+        # Side outputs: the raw bodies' store (WARC; media), so that keeping them costs
+        # no job of its own and out/ stays lean; meta/NNN; robots/NNN.
+        from jobs.lib import sidefile
+        self.meta_of = sidefile.meta
+        files = sidefile.TaskFiles(self.options, self.conf, part,
+                                   lambda name, n: self.count(name, n, C.WARC))
+        self.warc, self.meta, self.robots_sink = files.warc, files.meta, files.robots
+        self.media = files.media
 
     def mapper_take(self, _, value):
         """One line of this task's fetch list: [politeness key, url record]."""
@@ -333,6 +324,8 @@ class MRFetch(CrawlJob):
         self.pool.shutdown()
         if self.warc is not None:
             self.warc.commit()
+        if self.media is not None:
+            self.media.close()
         if self.meta is not None:
             self.count(C.META_RECORDS, self.meta.commit()[0])
         if self.robots_sink is not None:
@@ -382,7 +375,8 @@ class MRFetch(CrawlJob):
         n_done = 0
         hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
                                  budget_deadline=self.budget_deadline,
-                                 delay=self.delays.of_key(r['url'] for r in items))
+                                 delay=self.delays.of_key(r['url'] for r in items),
+                                 media=self.media)
         follower = more = None
         if self.follow_hops:
             follower = follow.Follower(

@@ -3,6 +3,8 @@
 Status counters are built by :func:`status` so that every outcome has one name:
 ``fetch_fetched_total``, ``fetch_network_error_timeout_total``...
 """
+import re
+
 FETCH = 'fetch'
 PARSE = 'parse'
 OPTIMIZE = 'optimize'
@@ -38,6 +40,15 @@ CRAWL_DELAY_RAISED = 'crawl_delay_raised_keys_total'  #: keys whose robots.txt C
 #: raised their delay above politeness.delay
 RESOURCES_FETCHED = 'resources_fetched_total'      #: secondary resources read (digest, no body)
 RESOURCES_TRUNCATED = 'resources_truncated_total'  #: of which cut at their max_bytes
+# The media store (jobs.lib.media: media.store, media.previews), in the fetch group:
+MEDIA_STORED = 'media_stored_total'      #: resources whose bytes were stored (new digests)
+MEDIA_STORED_BYTES = 'media_stored_bytes_total'    #: bytes of those
+MEDIA_ALREADY_STORED = 'media_already_stored_total'  #: digest stored before: not again
+MEDIA_STORE_FAILED = 'media_store_failed_total'    #: stored nothing (the log says why)
+PREVIEWS_MADE = 'previews_made_total'    #: previews made (image thumbnails, video stills)
+PREVIEWS_REUSED = 'previews_reused_total'  #: the digest's preview existed already
+PREVIEWS_NONE_FOR_TYPE = 'previews_none_for_type_total'  #: neither image nor video
+PREVIEWS_UNAVAILABLE = 'previews_unavailable_total'  #: videos, no ffmpeg on the machine
 #: fetched responses of a type the crawl neither parses nor keeps: headers read, body not
 TYPE_NOT_PARSED = 'type_not_parsed_total'
 #: in-fetch following (fetch.follow_hops): same-key links queued behind a key's list,
@@ -278,6 +289,12 @@ def content_error(parser, why):
     """Documents it could not read, by why: ``content_pdf_error_timeout_total``,
     ``content_pdf_error_pdf_password_error_total``..."""
     return per('content_%s_error' % parser, why)
+
+
+def previews_failed(why):
+    """Previews not made, by why: ``previews_failed_timeout_total``,
+    ``previews_failed_too_many_pixels_total``, ``previews_failed_ffmpeg_total``..."""
+    return per('previews_failed', re.sub(r'(?<=[a-z])(?=[A-Z])', '_', why).lower())
 
 
 def per(prefix, what):

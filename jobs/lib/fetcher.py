@@ -72,12 +72,13 @@ class HostFetcher:
     *resolver* (jobs.lib.netpolicy.Resolver, one per task) resolves and checks every
     connection; by default one of the settings' own. *budget_deadline* (a ``clock()``
     value or None) is when the reducer's time budget ends; *delay* the key's delay
-    (default: politeness.delay; jobs.lib.politeness.SiteDelays); ``stats`` counts what
+    (default: politeness.delay; jobs.lib.politeness.SiteDelays); *media* the task's
+    jobs.lib.media.Media (None: resources' bytes are not kept); ``stats`` counts what
     the job reports as counters (names in jobs.lib.counters).
     """
 
     def __init__(self, conf, robots_cache=None, resolver=None, clock=time.monotonic,
-                 sleep=time.sleep, budget_deadline=None, delay=None):
+                 sleep=time.sleep, budget_deadline=None, delay=None, media=None):
         pol, fet = conf['politeness'], conf['fetch']
         self.user_agent = pol['user_agent']
         self.obey_robots = pol['obey_robots']
@@ -101,6 +102,7 @@ class HostFetcher:
                          fet['max_request_seconds'], clock, sleep,
                          budget_deadline)
         self.clock = clock
+        self.media = media          # jobs.lib.media.Media: resources' bytes kept, or None
         self.http = None
         self.key = None
         self._in_urls = set()       # this key's URLs in this layer's in/
@@ -289,16 +291,24 @@ class HostFetcher:
 
     def _read_resource(self, doc, resp, deadline):
         """A secondary resource: stream its first ``max_bytes`` (decoded) bytes through
-        SHA-1 and keep nothing but length, digest, truncated and the declared size."""
+        SHA-1 (and into the media store: jobs.lib.media), keeping length, digest,
+        truncated and the declared size."""
         limit = doc.get('max_bytes')
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             limit = self.max_body
         sha, seen = hashlib.sha1(), [0]
+        spool = self.media.spool() if self.media is not None else None
 
         def sink(chunk):
             sha.update(chunk)
             seen[0] += len(chunk)
-        truncated = self.http.stream(resp, limit, deadline, sink)
+            if spool is not None:
+                spool.write(chunk)
+        try:
+            truncated = self.http.stream(resp, limit, deadline, sink)
+        finally:
+            if spool is not None:
+                spool.close()
         doc['length'] = seen[0]
         doc['truncated'] = truncated
         doc['digest'] = R.sha1_form(sha)
@@ -306,6 +316,8 @@ class HostFetcher:
         self._stat(C.RESOURCES_FETCHED)
         if truncated:
             self._stat(C.RESOURCES_TRUNCATED)
+        if spool is not None:
+            self.media.keep(doc, spool.name, self._stat)
 
     # -- one URL: its redirect chain ------------------------------------------------
 

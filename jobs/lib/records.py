@@ -37,10 +37,14 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     them with ``encoding``: replaced bytes, a BOM, a character cut by the size limit).
     A ``url`` record may carry ``etag`` and ``last_modified`` (from a previous fetch):
     the fetch then sends If-None-Match / If-Modified-Since, and a 304 is not_modified.
-    A resource (resource_of set) is read up to its max_bytes and never kept: body null,
+    A resource (resource_of set) is read up to its max_bytes and never parsed: body null,
     no raw_body, whatever its type; length = bytes read, truncated = more followed,
     digest = of the bytes read, declared_length (int|null: the size the server
-    declared, Content-Range total or Content-Length of an unencoded body).
+    declared, Content-Range total or Content-Length of an unencoded body). With
+    media.store (jobs.lib.media): stored (str: ``media/AB/ABCDEF...``, the bytes read,
+    relative to the crawl's folder), and with media.previews preview (str:
+    ``media/AB/ABCDEF....preview.jpg``), width and height (int: an image's pixels), each
+    absent when not made.
 
 ``page`` (out/NNN, MRParse, or MRFetch with fetch.parse = true): exactly one per doc
     record, i.e. per URL of in/NNN and per URL the fetch followed. Every doc field but body, http and warc_body (kept

@@ -66,6 +66,33 @@ class LineSink:
         return self.lines, size
 
 
+class TaskFiles:
+    """The files one fetch task writes beside its output, each when the driver passed
+    its folder (*options*, MRFetch's), else None: ``warc`` (--warc-dir: the raw bodies,
+    jobs.lib.warcfile), ``meta`` (--meta-dir, with fetch.parse: :func:`meta` records),
+    ``robots`` (--robots-dir: robots, pace and task records) and ``media``
+    (--media-dir, with media.store: resources' bytes, jobs.lib.media). *count_warc*:
+    ``count(name, n)`` for the WARC writer."""
+
+    def __init__(self, options, conf, part, count_warc):
+        o, name = options, 'part-f%05d' % part
+        self.robots = self.meta = self.warc = self.media = None
+        if o.robots_dir:
+            self.robots = LineSink(o.robots_dir, name, o.webhdfs_url, o.hdfs_user)
+        if o.meta_dir and conf['fetch']['parse']:
+            self.meta = LineSink(o.meta_dir, name, o.webhdfs_url, o.hdfs_user)
+        if o.warc_dir:
+            from jobs.lib import warcfile
+            self.warc = warcfile.Sink(
+                o.warc_dir, '%s-f%05d.warc.gz' % (o.warc_prefix, part), o.warc_prefix,
+                warcfile.warcinfo(o.warc_prefix, conf['politeness']['user_agent'],
+                                  conf['politeness']['obey_robots']),
+                count_warc, o.webhdfs_url, o.hdfs_user)
+        if o.media_dir and conf['media']['store']:
+            from jobs.lib import media
+            self.media = media.Media(conf, o.media_dir, o.webhdfs_url, o.hdfs_user)
+
+
 def read_range(root, name, offset, length, webhdfs_url=None, user=None):
     """*length* bytes at *offset* of the file *name* (relative to *root*, a local folder
     or an hdfs:// URI read through WebHDFS): one record of a side file or a WARC file,

@@ -1,0 +1,249 @@
+"""Secondary resources' bytes and previews: the media part of the raw-body store.
+
+A resource a site rule names (conf/sites ``[resources.NAME]``) is read up to the rule's
+``max_bytes``; with ``media.store`` its bytes go to ``OUT/media/``, keyed by their digest
+(``media/AB/ABCDEF...``: the base32 of ``sha1:ABCDEF...``), so a file that many pages or
+URLs share is stored once, by whichever fetch task has it first. The page's WARC keeps
+HTML bodies; a content-addressed folder keeps media, because every task and layer can
+tell whether a digest is stored without an index of the crawl, and a downstream job
+opens a file by its path.
+
+With ``media.previews``, each stored file gets one preview beside it
+(``media/AB/ABCDEF....preview.jpg``, JPEG, at most ``media.preview_size`` pixels on its
+longer side): a thumbnail of an image (Pillow, in a forked child with a time and memory
+limit, images over ``media.max_pixels`` refused), a still of a video (ffmpeg's thumbnail
+filter picks a representative frame among the first ones; only file input and the
+demuxers of ``_VIDEO_FORMATS``, so a playlist cannot make ffmpeg read other files or
+URLs; time and memory limited). Without ffmpeg a video gets no preview, counted.
+
+Everything here is counted and nothing raises into the fetch: a resource whose store or
+preview fails is still a fetched resource with its digest.
+"""
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import uuid
+
+from jobs.lib import content, counters as C
+
+log = logging.getLogger(__name__)
+
+#: ffmpeg demuxers a video preview may use: containers, no playlists or concat lists.
+_VIDEO_FORMATS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,avi,flv,mpegts,mpeg,ogg,asf'
+PREVIEW_SUFFIX = '.preview.jpg'
+
+
+def stored_name(digest):
+    """``media/AB/ABCDEF...``: where the bytes of *digest* (``sha1:ABCDEF...``) live,
+    relative to the crawl's folder."""
+    key = digest.split(':', 1)[-1]
+    return 'media/%s/%s' % (key[:2], key)
+
+
+def kind(content_type):
+    """'image', 'video' or None: which preview a content type gets."""
+    major = (content_type or '').split('/', 1)[0]
+    return major if major in ('image', 'video') else None
+
+
+def ffmpeg_path(conf):
+    """The ffmpeg program media.ffmpeg names, found on PATH, or None."""
+    return shutil.which(conf['media']['ffmpeg'])
+
+
+def tool_warnings(conf):
+    """What the crawl's driver says once, at the start, about a tool the settings ask
+    for and this machine lacks (the tasks count what it costs)."""
+    m = conf['media']
+    wants = m['store'] and m['previews'] and any(
+        spec.get('resources') for spec in conf.get('sites') or ())
+    if wants and ffmpeg_path(conf) is None:
+        return ['media: no ffmpeg (media.ffmpeg = %r): videos get no preview, images do '
+                '(Debian: apt-get install ffmpeg)' % m['ffmpeg']]
+    return []
+
+
+def image_preview(src, dst, size, max_pixels):
+    """Pillow: a JPEG thumbnail of image *src* at *dst*; (width, height) of *src*."""
+    from PIL import Image, ImageOps
+    Image.MAX_IMAGE_PIXELS = max_pixels    # Pillow refuses what is far beyond it
+    with Image.open(src) as im:
+        width, height = im.size
+        if width * height > max_pixels:
+            raise content.ParserError('too_many_pixels')
+        im.draft('RGB', (size, size))      # JPEG: decode at a reduced scale
+        thumb = ImageOps.exif_transpose(im)
+        thumb.thumbnail((size, size))
+        if thumb.mode in ('RGBA', 'LA', 'P'):
+            thumb = thumb.convert('RGBA')
+            flat = Image.new('RGB', thumb.size, 'white')
+            flat.paste(thumb, mask=thumb.getchannel('A'))
+            thumb = flat
+        elif thumb.mode != 'RGB':
+            thumb = thumb.convert('RGB')
+        thumb.save(dst, 'JPEG', quality=80)
+    return [width, height]
+
+
+class Media:
+    """One fetch task's media store: :meth:`spool` a resource's bytes while they are
+    read, then :meth:`keep` them. *folder*: OUT/media (a local path or hdfs:// URI);
+    *count*: ``count(name, n)`` of the fetch's counters."""
+
+    def __init__(self, conf, folder, webhdfs_url=None, user=None):
+        m = conf['media']
+        self.folder = folder.rstrip('/')
+        self.root = os.path.dirname(self.folder)   # the crawl's folder
+        self.previews = m['previews']
+        self.size, self.max_pixels = m['preview_size'], m['max_pixels']
+        self.seconds, self.memory_mb = m['preview_seconds'], m['preview_memory_mb']
+        self.ffmpeg_name = m['ffmpeg']
+        self.ffmpeg = ffmpeg_path(conf) if self.previews else None
+        self.prlimit = shutil.which('prlimit')
+        self.tmp = tempfile.mkdtemp(prefix='mrcrawl-media-')
+        self.hdfs = None
+        if self.folder.startswith('hdfs://'):
+            from hdfs import InsecureClient
+            from urllib.parse import urlparse
+            self.hdfs = InsecureClient(webhdfs_url, user=user or None)
+            self.root = os.path.dirname(urlparse(self.folder).path)
+        self.warned, self.lock = False, threading.Lock()
+
+    def spool(self):
+        """A file to write a resource's bytes into while it is read (binary, open)."""
+        return tempfile.NamedTemporaryFile(dir=self.tmp, delete=False)
+
+    def keep(self, doc, spooled, count):
+        """Store the bytes in *spooled* (a closed :meth:`spool` file) under *doc*'s
+        digest unless stored already, make its preview, and note both in *doc*
+        (``stored``, ``preview``, ``width``, ``height``). Removes *spooled*."""
+        try:
+            name = stored_name(doc['digest'])
+            if self._exists(name):
+                count(C.MEDIA_ALREADY_STORED)
+            else:
+                self._put(spooled, name)
+                count(C.MEDIA_STORED)
+                count(C.MEDIA_STORED_BYTES, doc['length'])
+            doc['stored'] = name
+            if self.previews:
+                self._preview(doc, spooled, name, count)
+        except Exception as e:    # a store that fails costs the bytes, not the fetch
+            count(C.MEDIA_STORE_FAILED)
+            log.warning('media store: %s: %s: %s', doc['url'], type(e).__name__, e)
+        finally:
+            os.remove(spooled)
+
+    def close(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- previews ---------------------------------------------------------------------
+
+    def _preview(self, doc, src, name, count):
+        what = kind(doc.get('content_type'))
+        if what is None:
+            count(C.PREVIEWS_NONE_FOR_TYPE)
+            return
+        preview = name + PREVIEW_SUFFIX
+        if self._exists(preview):
+            count(C.PREVIEWS_REUSED)
+            doc['preview'] = preview
+            if what == 'image':
+                self._image(doc, src, None, count)
+            return
+        dst = src + PREVIEW_SUFFIX
+        try:
+            made = self._image(doc, src, dst, count) if what == 'image' else \
+                self._video(src, dst, count)
+            if made:
+                self._put(dst, preview)
+                doc['preview'] = preview
+                count(C.PREVIEWS_MADE)
+        finally:
+            if os.path.exists(dst):
+                os.remove(dst)
+
+    def _image(self, doc, src, dst, count):
+        """Thumbnail *src* into *dst* (None: measure only); True when made."""
+        try:
+            if dst is None:
+                from PIL import Image
+                with Image.open(src) as im:
+                    doc['width'], doc['height'] = im.size
+                return False
+            doc['width'], doc['height'] = content.sandboxed(
+                image_preview, (src, dst, self.size, self.max_pixels), self.seconds,
+                self.memory_mb)
+            return True
+        except content.ParserError as e:    # the child's: timeout, memory, its error
+            count(C.previews_failed(str(e) or 'unreadable'))
+        except Exception as e:
+            count(C.previews_failed(type(e).__name__))
+        return False
+
+    def _video(self, src, dst, count):
+        if self.ffmpeg is None:
+            with self.lock:     # the task's fetch threads share this store
+                if not self.warned:
+                    log.warning('no ffmpeg (media.ffmpeg = %r): videos get no preview',
+                                self.ffmpeg_name)
+                    self.warned = True
+            count(C.PREVIEWS_UNAVAILABLE)
+            return False
+        size = self.size
+        cmd = [self.ffmpeg, '-nostdin', '-hide_banner', '-loglevel', 'error',
+               '-threads', '1', '-protocol_whitelist', 'file',
+               '-format_whitelist', _VIDEO_FORMATS, '-i', src,
+               '-vf', 'thumbnail=25,scale=%d:%d:force_original_aspect_ratio=decrease'
+               % (size, size), '-frames:v', '1', '-f', 'image2', '-c:v', 'mjpeg',
+               '-y', dst]
+        if self.prlimit:
+            cmd = [self.prlimit, '--as=%d' % (self.memory_mb << 20),
+                   '--cpu=%d' % self.seconds, '--'] + cmd
+        try:
+            done = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=self.seconds)
+        except subprocess.TimeoutExpired:
+            count(C.previews_failed('timeout'))
+            return False
+        if done.returncode != 0 or not os.path.exists(dst) or not os.path.getsize(dst):
+            count(C.previews_failed('ffmpeg'))
+            return False
+        return True
+
+    # -- the store --------------------------------------------------------------------
+
+    def _exists(self, name):
+        path = self.root + '/' + name
+        if self.hdfs is not None:
+            return self.hdfs.status(path, strict=False) is not None
+        return os.path.exists(path)
+
+    def _put(self, src, name):
+        """Copy local file *src* to *name* under the crawl's folder: to a temporary
+        name, then renamed, so a reader never sees half a file; a file another task
+        stored meanwhile is the same bytes, and stays."""
+        path = self.root + '/' + name
+        folder, tmp = os.path.dirname(path), '%s.tmp-%s' % (path, uuid.uuid4().hex[:8])
+        if self.hdfs is not None:
+            self.hdfs.makedirs(folder)
+            with open(src, 'rb') as f:
+                self.hdfs.write(tmp, data=f, overwrite=True)
+            if not self._hdfs_rename(tmp, path):
+                self.hdfs.delete(tmp)
+            return
+        os.makedirs(folder, exist_ok=True)
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, path)
+
+    def _hdfs_rename(self, tmp, path):
+        """WebHDFS rename; False when *path* exists already (another task's copy)."""
+        from hdfs.util import HdfsError
+        try:
+            self.hdfs.rename(tmp, path)
+            return True
+        except HdfsError:
+            return False

@@ -1,0 +1,141 @@
+"""The media store (issue 22, part 1): resources' bytes kept by digest, once, with a
+preview each: a Pillow thumbnail of an image, an ffmpeg still of a video. The store on
+its own (jobs.lib.media), then a crawl of a gallery page on the fixture site whose
+XML points at the stored files."""
+import collections
+import io
+import json
+import logging
+import os
+
+from PIL import Image
+
+from jobs.lib import counters as C, media, records as R, sites
+from tests.conftest import ROOT, test_conf
+
+GALLERY_TOML = os.path.join(ROOT, 'tests', 'data', 'sites', 'gallery.toml')
+with open(os.path.join(ROOT, 'tests', 'data', 'media', 'trailer.mp4'), 'rb') as _f:
+    TRAILER = _f.read()      # 1 s of ffmpeg's test pattern, 96x64, H.264 (2 KB)
+
+
+def png(width=640, height=400, mode='RGB'):
+    im = Image.new(mode, (width, height))
+    im.putdata([((x * 7) % 256, (y * 5) % 256, 90)[:len(mode)] if mode != 'L' else x % 256
+                for y in range(height) for x in range(width)])
+    buf = io.BytesIO()
+    im.save(buf, 'PNG')
+    return buf.getvalue()
+
+
+def keep(store, data, content_type, url='http://h/f'):
+    """Keep *data* as a fetched resource: (its doc, the counters it added)."""
+    doc = {'url': url, 'digest': R.digest(data), 'length': len(data),
+           'content_type': content_type}
+    spool = store.spool()
+    spool.write(data)
+    spool.close()
+    counts = collections.Counter()
+    store.keep(doc, spool.name, lambda name, n=1: counts.update({name: n}))
+    assert not os.path.exists(spool.name)
+    return doc, counts
+
+
+def open_store(tmp_path, *sets):
+    return media.Media(test_conf(*sets), str(tmp_path / 'crawl' / 'media'))
+
+
+def test_an_image_is_stored_once_with_a_thumbnail(tmp_path):
+    store = open_store(tmp_path)
+    data = png()
+    doc, counts = keep(store, data, 'image/png')
+    name = media.stored_name(doc['digest'])
+    assert doc['stored'] == name and name.startswith('media/')
+    with open(tmp_path / 'crawl' / name, 'rb') as f:
+        assert f.read() == data
+    assert (doc['width'], doc['height']) == (640, 400)
+    assert doc['preview'] == name + '.preview.jpg'
+    with Image.open(tmp_path / 'crawl' / doc['preview']) as im:
+        assert im.format == 'JPEG' and im.size == (320, 200)
+    assert counts == {C.MEDIA_STORED: 1, C.MEDIA_STORED_BYTES: len(data),
+                      C.PREVIEWS_MADE: 1}
+    # The same bytes under another URL: nothing written again, the same names.
+    again, counts = keep(store, data, 'image/png', 'http://other/copy.png')
+    assert {k: again[k] for k in ('stored', 'preview', 'width', 'height')} == {
+        k: doc[k] for k in ('stored', 'preview', 'width', 'height')}
+    assert counts == {C.MEDIA_ALREADY_STORED: 1, C.PREVIEWS_REUSED: 1}
+    store.close()
+    assert not os.path.exists(store.tmp)
+
+
+def test_a_video_gets_a_still_from_ffmpeg(tmp_path):
+    store = open_store(tmp_path, 'media.preview_size=48')
+    doc, counts = keep(store, TRAILER, 'video/mp4')
+    with Image.open(tmp_path / 'crawl' / doc['preview']) as im:
+        assert im.format == 'JPEG' and im.size == (48, 32)   # 96x64 kept in proportion
+    assert 'width' not in doc
+    assert counts[C.PREVIEWS_MADE] == 1 and counts[C.MEDIA_STORED] == 1
+
+
+def test_hostile_or_unreadable_media_cost_their_preview_only(tmp_path):
+    store = open_store(tmp_path, 'media.max_pixels=10000')
+    # More pixels than allowed: refused before it is decoded.
+    big, counts = keep(store, png(200, 100), 'image/png', 'http://h/big.png')
+    assert 'preview' not in big and big['stored']
+    assert counts[C.previews_failed('too_many_pixels')] == 1
+    # Not an image at all.
+    bad, counts = keep(store, b'<html>not an image at all</html>', 'image/jpeg')
+    assert 'preview' not in bad and counts[C.previews_failed('UnidentifiedImageError')] == 1
+    assert C.previews_failed('UnidentifiedImageError') == \
+        'previews_failed_unidentified_image_error_total'
+    # A playlist that names a local file, served as a video: ffmpeg may open neither
+    # playlists nor other files, so it makes nothing.
+    secret = tmp_path / 'secret.mp4'
+    secret.write_bytes(TRAILER)
+    playlist = ('#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\nfile://%s\n'
+                '#EXT-X-ENDLIST\n' % secret).encode()
+    hls, counts = keep(store, playlist, 'video/mp4', 'http://h/list.mp4')
+    assert 'preview' not in hls and counts[C.previews_failed('ffmpeg')] == 1
+    # Neither image nor video: stored, no preview.
+    pdf, counts = keep(store, b'%PDF-1.4 ...', 'application/pdf')
+    assert pdf['stored'] and counts[C.PREVIEWS_NONE_FOR_TYPE] == 1
+    store.close()
+
+
+class Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.lines = []
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+
+def test_without_ffmpeg_videos_get_no_preview_and_say_so_once(tmp_path):
+    store = open_store(tmp_path, 'media.ffmpeg=no-such-ffmpeg-here')
+    said = Lines()
+    logging.getLogger('jobs.lib.media').addHandler(said)
+    try:
+        for i in range(2):
+            doc, counts = keep(store, TRAILER + bytes([i]), 'video/mp4')
+            assert doc['stored'] and 'preview' not in doc
+            assert counts[C.PREVIEWS_UNAVAILABLE] == 1
+        image, counts = keep(store, png(), 'image/png')
+    finally:
+        logging.getLogger('jobs.lib.media').removeHandler(said)
+    assert image['preview'] and counts[C.PREVIEWS_MADE] == 1   # images still get theirs
+    assert said.lines == [
+        "no ffmpeg (media.ffmpeg = 'no-such-ffmpeg-here'): videos get no preview"]
+    store.close()
+
+
+def test_the_driver_says_once_when_ffmpeg_is_missing():
+    gallery_conf = 'parse.sites=%s' % json.dumps([GALLERY_TOML])
+    missing = sites.resolve(test_conf(gallery_conf, 'media.ffmpeg=no-such-ffmpeg-here'))
+    assert media.tool_warnings(missing) == [
+        "media: no ffmpeg (media.ffmpeg = 'no-such-ffmpeg-here'): videos get no preview, "
+        "images do (Debian: apt-get install ffmpeg)"]
+    # Nothing to say: ffmpeg is there, or no site names resources, or previews are off.
+    assert media.tool_warnings(sites.resolve(test_conf(gallery_conf))) == []
+    assert media.tool_warnings(test_conf('media.ffmpeg=no-such-ffmpeg-here')) == []
+    assert media.tool_warnings(sites.resolve(test_conf(
+        gallery_conf, 'media.ffmpeg=no-such-ffmpeg-here', 'media.previews=false'))) == []
