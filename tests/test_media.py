@@ -7,13 +7,16 @@ import io
 import json
 import logging
 import os
+import xml.etree.ElementTree as ET
 
+from lxml import etree
 from PIL import Image
 
 from jobs.lib import counters as C, media, records as R, sites
-from tests.conftest import ROOT, test_conf
+from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
 
 GALLERY_TOML = os.path.join(ROOT, 'tests', 'data', 'sites', 'gallery.toml')
+SCHEMA = os.path.join(ROOT, 'conf', 'page.xsd')
 with open(os.path.join(ROOT, 'tests', 'data', 'media', 'trailer.mp4'), 'rb') as _f:
     TRAILER = _f.read()      # 1 s of ffmpeg's test pattern, 96x64, H.264 (2 KB)
 
@@ -126,6 +129,69 @@ def test_without_ffmpeg_videos_get_no_preview_and_say_so_once(tmp_path):
     assert said.lines == [
         "no ffmpeg (media.ffmpeg = 'no-such-ffmpeg-here'): videos get no preview"]
     store.close()
+
+
+def gallery(site, poster):
+    site.overrides.update({
+        '/gallery/': ('<!DOCTYPE html><html><head><title>Gallery</title></head><body>'
+                      '<h1>Gallery</h1><img class="photo" src="poster.png">'
+                      '<img class="photo" src="/gallery/copy.png">'
+                      '<video><source src="trailer.mp4"></video></body></html>').encode(),
+        '/gallery/poster.png': ('typed', 'image/png', poster),
+        '/gallery/copy.png': ('typed', 'image/png', poster),
+        '/gallery/trailer.mp4': ('typed', 'video/mp4', TRAILER)})
+
+
+def test_a_crawl_stores_media_once_and_its_xml_points_at_them(site, tmp_path):
+    poster = png()
+    gallery(site, poster)
+    conf = sites.resolve(test_conf('parse.sites=%s' % json.dumps([GALLERY_TOML]),
+                                   'politeness.delay=0.05'))
+    # Depth 0: the gallery page is the last layer; its resources come in one more,
+    # resources-only layer.
+    out, _ = crawl_site(site, tmp_path, conf, depth=0, start='/gallery/')
+    hits = collections.Counter(site.paths())
+    assert all(hits[p] == 1 for p in ('/gallery/poster.png', '/gallery/copy.png',
+                                      '/gallery/trailer.mp4')), hits
+
+    stored = sorted(os.path.relpath(os.path.join(d, n), out)
+                    for d, _, names in os.walk(os.path.join(out, 'media')) for n in names)
+    image = media.stored_name(R.digest(poster))
+    video = media.stored_name(R.digest(TRAILER))
+    assert stored == sorted([image, image + '.preview.jpg', video, video + '.preview.jpg'])
+    with open(os.path.join(out, 'steps', 'fetch-001.json')) as f:
+        fetch = json.load(f)['counters']['fetch']
+    assert (fetch['media_stored_total'], fetch['media_already_stored_total'],
+            fetch['previews_made_total'], fetch['previews_reused_total']) == (2, 1, 2, 1)
+
+    page_url = site.url('/gallery/')
+    merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}
+    assert {r['url'][len(site.url('')):]: r['stored'] for r in
+            merged[page_url]['resources']} == {'/gallery/poster.png': image,
+                                               '/gallery/copy.png': image,
+                                               '/gallery/trailer.mp4': video}
+    doc = read_xml(os.path.join(out, 'xml'))[page_url]
+    etree.XMLSchema(etree.parse(SCHEMA)).assertValid(etree.fromstring(doc.encode()))
+    root = ET.fromstring(doc)
+    assert root.get('version') == '6'
+    res = {r.get('url')[len(site.url('')):]: r.attrib for r in root.iter('resource')}
+    assert res['/gallery/poster.png']['preview'] == image + '.preview.jpg'
+    assert (res['/gallery/poster.png']['width'], res['/gallery/poster.png']['height']) == (
+        '640', '400')
+    assert res['/gallery/trailer.mp4']['stored'] == video
+    for attrs in res.values():     # every name in the XML opens, relative to the crawl
+        with Image.open(os.path.join(out, attrs['preview'])) as im:
+            assert im.format == 'JPEG' and max(im.size) <= 320
+
+
+def test_media_store_off_keeps_digests_only(site, tmp_path):
+    gallery(site, png(64, 40))
+    conf = sites.resolve(test_conf('parse.sites=%s' % json.dumps([GALLERY_TOML]),
+                                   'politeness.delay=0.05', 'media.store=false'))
+    out, _ = crawl_site(site, tmp_path, conf, depth=0, start='/gallery/')
+    assert not os.path.exists(os.path.join(out, 'media'))
+    res = read_records(os.path.join(out, 'out', '001'))
+    assert len(res) == 3 and all(r['digest'] and 'stored' not in r for r in res)
 
 
 def test_the_driver_says_once_when_ffmpeg_is_missing():

@@ -7,7 +7,7 @@ from jobs.lib import counters as C, records as R, urls
 
 #: Fields of a resource's page record that its parent's merged record keeps.
 RESOURCE_FIELDS = ('status', 'content_type', 'length', 'truncated', 'digest', 'http_status',
-                   'reason')
+                   'reason', 'stored', 'preview', 'width', 'height')
 
 #: Page fields a merged record never carries (a raw or decoded body, if out/ keeps one;
 #: the page's fingerprint, which merged/ has as ``simhash``).

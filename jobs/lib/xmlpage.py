@@ -11,7 +11,7 @@ import re
 
 from lxml import etree
 
-SCHEMA_VERSION = '5'
+SCHEMA_VERSION = '6'
 _INVALID_XML_RE = re.compile(
     '[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
@@ -154,9 +154,10 @@ def _fields_xml(root, page):
 
 
 def _resources_xml(root, resources):
-    """``<resources>``: one empty ``<resource>`` per secondary resource, metadata only
-    (merged records' ``resources``: name, url, status, content_type, length, digest,
-    http_status, reason, truncated); never the resource's bytes."""
+    """``<resources>``: one empty ``<resource>`` per secondary resource (merged
+    records' ``resources``: name, url, status, content_type, length, digest,
+    http_status, reason, truncated, and where the media store has its bytes and
+    preview: stored, preview, width, height); never the bytes themselves."""
     el = _sub(root, 'resources')
     for r in resources:
         length = r.get('length')
@@ -169,7 +170,13 @@ def _resources_xml(root, resources):
                  'truncated': None if truncated is None else 'true' if truncated else 'false',
                  'http-status': None if r.get('http_status') is None
                  else str(r['http_status']),
-                 'reason': r.get('reason')})
+                 'reason': r.get('reason'), 'stored': r.get('stored'),
+                 'preview': r.get('preview'), 'width': _pixels(r.get('width')),
+                 'height': _pixels(r.get('height'))})
+
+
+def _pixels(value):
+    return str(value) if type(value) is int and value > 0 else None
 
 
 def deletion_xml(rec):
