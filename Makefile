@@ -17,7 +17,7 @@ STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
 .DEFAULT_GOAL := help
-.PHONY: help venv crawl recrawl demo test test-fast bench-parse fuzz hadoop-up hadoop-down clean
+.PHONY: help venv crawl recrawl demo test test-fast system-deps bench-parse fuzz hadoop-up hadoop-down clean
 
 help:  ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -43,11 +43,23 @@ recrawl: $(STAMP)  ## The next cycle of OUT without seeds: due pages, new links;
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
 	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
 
-test: $(TEST_STAMP)  ## Run every test: starts the test Hadoop (2 worker nodes), runs pytest, stops it
+test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 worker nodes), runs pytest, stops it
 	bash hadoop/up.sh || { rc=$$?; bash hadoop/down.sh; exit $$rc; }
 	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
 
-test-fast: $(TEST_STAMP)  ## Run the tests that need no Hadoop (quick, for development)
+# Debian packages of the programs the media previews (ffmpeg) and page rendering
+# (chromium) run; the tests of both run for real, so `make test` installs them.
+SYSTEM_PROGRAMS := ffmpeg chromium
+system-deps:  ## Install ffmpeg and Chromium from Debian's packages when missing
+	@missing=$$(for p in $(SYSTEM_PROGRAMS); do command -v $$p >/dev/null || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); echo "installing:" $$missing; \
+	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null || \
+	  { $$sudo apt-get update -q >/dev/null && \
+	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; }; \
+	fi
+
+test-fast: $(TEST_STAMP) system-deps  ## Run the tests that need no Hadoop (quick, for development)
 	$(BIN)/python -m pytest -m 'not hadoop' tests
 
 bench-parse: $(STAMP)  ## HTML parse + link extraction speed on the python3-doc manual (target >= 30 MB/s per core)
