@@ -56,7 +56,9 @@ TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
                       # MRWarc: WARC records, and WebHDFS uploads of the WARC files
                       'warcio', 'hdfs',
                       # the PDF parser (parse.parsers, on by default)
-                      'pypdfium2')
+                      'pypdfium2',
+                      # image previews (media.previews, on by default)
+                      'pillow')
 
 #: Distributions that only a setting's value needs, shipped only to crawls that chose it:
 #: trafilatura brings dateparser, babel, pytz and tzdata, half the files of the archive.

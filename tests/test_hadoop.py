@@ -23,6 +23,7 @@ import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
+from PIL import Image
 from warcio.archiveiterator import ArchiveIterator
 
 from drivers.fixture_site import FixtureSite
@@ -484,18 +485,30 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
 def test_following_inside_a_yarn_fetch_task(tmp_path):
     """fetch.follow_hops on YARN: the fetch task (a YARN container) follows the quick
     host's links while the slow host's list runs, as on the local runner: followed
-    records in out/000, every in/ URL one record, nothing requested twice."""
+    records in out/000, every in/ URL one record, nothing requested twice. Also a PDF
+    and an image resource with its preview, each handled in a YARN container."""
     out_uri = 'hdfs:///mrcrawl-it/follow-%s' % uuid.uuid4().hex[:8]
     fs = WebHDFS.from_uri(out_uri)
     from tests.pdfs import make_pdf
+    from tests.test_media import png
+    poster = png()
+    gallery = tmp_path / 'gallery.toml'
+    gallery.write_text('[site]\nhosts = ["127.0.0.2"]\n[resources.image]\n'
+                       'css = "img.photo"\nattr = "src"\n')
     with FixtureSite('127.0.0.2') as quick, FixtureSite('127.0.0.3') as slow:
         # A PDF among the seeds: parsed by PDFium in its sandbox, inside a YARN container.
         quick.overrides['/report.pdf'] = ('typed', 'application/pdf', make_pdf(
             ['A report read on YARN'], title='YARN report', links=['/a.html']))
+        # A page naming an image: stored by digest on HDFS, with its thumbnail.
+        quick.overrides['/gallery.html'] = (
+            b'<html><body><h1>Gallery</h1><img class="photo" src="/poster.png"></body></html>')
+        quick.overrides['/poster.png'] = ('typed', 'image/png', poster)
         seeds = tmp_path / 'seeds.txt'
-        seeds.write_text(quick.url('/') + '\n' + quick.url('/report.pdf') + '\n' + ''.join(
-            slow.url('/fault/delay?n=0.2&i=%d' % i) + '\n' for i in range(10)))
-        mrcrawl_crawl(seeds, out_uri, 'hadoop', ['fetch.follow_hops=1', 'fetch.reducers=1'])
+        seeds.write_text(quick.url('/') + '\n' + quick.url('/report.pdf') + '\n' +
+                         quick.url('/gallery.html') + '\n' + ''.join(
+                             slow.url('/fault/delay?n=0.2&i=%d' % i) + '\n' for i in range(10)))
+        mrcrawl_crawl(seeds, out_uri, 'hadoop', ['fetch.follow_hops=1', 'fetch.reducers=1',
+                                                 'parse.sites=["%s"]' % gallery])
         for s in (quick, slow):
             pages = [p for p in s.paths() if p != '/robots.txt']
             assert len(pages) == len(set(pages)), collections.Counter(pages)
@@ -515,6 +528,26 @@ def test_following_inside_a_yarn_fetch_task(tmp_path):
     assert [(r['title'], r['text'], r.get('parse_error')) for r in pdf] == [
         ('YARN report', 'A report read on YARN', None)]
     assert pdf[0]['links'] and pdf[0]['links'][0]['url'].endswith('/a.html')
+    # The image: fetched in layer 1's YARN task, its bytes and preview on HDFS, named by
+    # the gallery page's XML document.
+    from jobs.lib import media, records as R
+    stored = media.stored_name(R.digest(poster))
+    assert fs.read_bytes('%s/%s' % (out_uri, stored)) == poster
+    preview = fs.read_bytes('%s/%s%s' % (out_uri, stored, media.PREVIEW_SUFFIX))
+    with Image.open(io.BytesIO(preview)) as im:
+        assert im.format == 'JPEG' and im.size == (320, 200)
+    counters = json.loads(fs.read_text(out_uri + '/steps/fetch-001.json'))
+    assert counters['runner'] in ('inline+hadoop', 'hadoop')
+    assert counters['counters']['fetch']['previews_made_total'] == 1
+    xml = {}
+    for name in fs.listdir(out_uri + '/xml'):
+        if name.startswith('part-'):
+            for line in fs.read_text('%s/xml/%s' % (out_uri, name)).splitlines():
+                url, _, doc = line.partition('\t')
+                xml[url] = doc
+    res = ET.fromstring(xml[quick.url('/gallery.html')]).find('resources/resource')
+    assert (res.get('stored'), res.get('preview'), res.get('width')) == (
+        stored, stored + media.PREVIEW_SUFFIX, '640')
     fs.rm(out_uri)
 
 
