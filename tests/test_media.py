@@ -205,3 +205,13 @@ def test_the_driver_says_once_when_ffmpeg_is_missing():
     assert media.tool_warnings(test_conf('media.ffmpeg=no-such-ffmpeg-here')) == []
     assert media.tool_warnings(sites.resolve(test_conf(
         gallery_conf, 'media.ffmpeg=no-such-ffmpeg-here', 'media.previews=false'))) == []
+
+
+def test_a_rule_without_max_bytes_reads_media_max_bytes(tmp_path):
+    toml = tmp_path / 'noc.toml'
+    toml.write_text('[site]\nhosts = ["h"]\n[resources.image]\ncss = "img"\nattr = "src"\n'
+                    '[resources.video]\ncss = "video source"\nattr = "src"\nmax_bytes = 99\n')
+    for sets, expected in (((), 10485760), (('media.max_bytes=4096',), 4096)):
+        conf = sites.resolve(test_conf('parse.sites=%s' % json.dumps([str(toml)]), *sets))
+        res = conf['sites'][0]['resources']
+        assert (res['image']['max_bytes'], res['video']['max_bytes']) == (expected, 99)

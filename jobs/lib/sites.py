@@ -58,7 +58,6 @@ _SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval', 'entry', 'de
 LIMIT_KEYS = ('max_pages', 'quota_per_hour', 'quota_per_day')
 _LINK_KEYS = {'follow', 'deny'}
 _NAME_RE = re.compile(r'^[A-Za-z_][A-Za-z0-9_.-]*$')
-DEFAULT_RESOURCE_MAX_BYTES = 10 * 1024 * 1024
 
 
 class SiteConfigError(ConfigError):
@@ -189,8 +188,9 @@ def parse_site(data, path):
             raise _err(path, 'resources.%s: a name is letters, digits, _ . -', rname)
         _check_keys(path, 'resources.' + rname, spec, _RESOURCE_KEYS)
         res = _selector(path, 'resources.' + rname, spec, field=False)
-        max_bytes = spec.get('max_bytes', DEFAULT_RESOURCE_MAX_BYTES)
-        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        max_bytes = spec.get('max_bytes')    # None: media.max_bytes (resolve)
+        if max_bytes is not None and (isinstance(max_bytes, bool) or
+                                      not isinstance(max_bytes, int) or max_bytes < 1):
             raise _err(path, 'resources.%s.max_bytes must be bytes >= 1', rname)
         res['max_bytes'] = max_bytes
         resources[rname] = res
@@ -279,6 +279,10 @@ def resolve(conf):
     OUT/conf.json. Returns *conf*. Raises :class:`SiteConfigError` (a ConfigError).
     """
     conf['sites'] = load_all(conf['parse']['sites'])
+    for site in conf['sites']:
+        for res in site['resources'].values():
+            if res['max_bytes'] is None:
+                res['max_bytes'] = conf['media']['max_bytes']
     return conf
 
 
