@@ -90,8 +90,8 @@ def image_preview(src, dst, size, max_pixels):
 
 class Media:
     """One fetch task's media store: :meth:`spool` a resource's bytes while they are
-    read, then :meth:`keep` them. *folder*: OUT/media (a local path or hdfs:// URI);
-    *count*: ``count(name, n)`` of the fetch's counters."""
+    read, then :meth:`keep` them. *folder*: OUT/media (a local path, or an hdfs:// URI
+    written through WebHDFS at *webhdfs_url* as *user*)."""
 
     def __init__(self, conf, folder, webhdfs_url=None, user=None):
         m = conf['media']
@@ -104,11 +104,10 @@ class Media:
         self.ffmpeg = ffmpeg_path(conf) if self.previews else None
         self.prlimit = shutil.which('prlimit')
         self.tmp = tempfile.mkdtemp(prefix='mrcrawl-media-')
-        self.hdfs = None
+        self.webhdfs = None
         if self.folder.startswith('hdfs://'):
-            from hdfs import InsecureClient
             from urllib.parse import urlparse
-            self.hdfs = InsecureClient(webhdfs_url, user=user or None)
+            self.webhdfs, self.clients = (webhdfs_url, user or None), threading.local()
             self.root = os.path.dirname(urlparse(self.folder).path)
         self.warned, self.lock = False, threading.Lock()
 
@@ -216,6 +215,17 @@ class Media:
 
     # -- the store --------------------------------------------------------------------
 
+    @property
+    def hdfs(self):
+        """This thread's WebHDFS client (a requests session each: the fetch threads
+        share the store), or None for a local folder."""
+        if self.webhdfs is None:
+            return None
+        if getattr(self.clients, 'client', None) is None:
+            from hdfs import InsecureClient
+            self.clients.client = InsecureClient(self.webhdfs[0], user=self.webhdfs[1])
+        return self.clients.client
+
     def _exists(self, name):
         path = self.root + '/' + name
         if self.hdfs is not None:
@@ -228,22 +238,24 @@ class Media:
         stored meanwhile is the same bytes, and stays."""
         path = self.root + '/' + name
         folder, tmp = os.path.dirname(path), '%s.tmp-%s' % (path, uuid.uuid4().hex[:8])
-        if self.hdfs is not None:
-            self.hdfs.makedirs(folder)
+        hdfs = self.hdfs
+        if hdfs is not None:
+            hdfs.makedirs(folder)
             with open(src, 'rb') as f:
-                self.hdfs.write(tmp, data=f, overwrite=True)
-            if not self._hdfs_rename(tmp, path):
-                self.hdfs.delete(tmp)
+                hdfs.write(tmp, data=f, overwrite=True)
+            if not self._hdfs_rename(hdfs, tmp, path):
+                hdfs.delete(tmp)
             return
         os.makedirs(folder, exist_ok=True)
         shutil.copyfile(src, tmp)
         os.replace(tmp, path)
 
-    def _hdfs_rename(self, tmp, path):
+    @staticmethod
+    def _hdfs_rename(hdfs, tmp, path):
         """WebHDFS rename; False when *path* exists already (another task's copy)."""
         from hdfs.util import HdfsError
         try:
-            self.hdfs.rename(tmp, path)
+            hdfs.rename(tmp, path)
             return True
         except HdfsError:
             return False
