@@ -7,6 +7,7 @@ import io
 import json
 import logging
 import os
+import threading
 import xml.etree.ElementTree as ET
 
 from lxml import etree
@@ -68,6 +69,24 @@ def test_an_image_is_stored_once_with_a_thumbnail(tmp_path):
     assert counts == {C.MEDIA_ALREADY_STORED: 1, C.PREVIEWS_REUSED: 1}
     store.close()
     assert not os.path.exists(store.tmp)
+
+
+def test_threads_fetching_the_same_bytes_store_and_preview_them_once(tmp_path):
+    store = open_store(tmp_path)
+    data, results = png(), []
+    threads = [threading.Thread(target=lambda i=i: results.append(
+        keep(store, data, 'image/png', 'http://h%d/logo.png' % i))) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    total = collections.Counter()
+    for _, counts in results:
+        total.update(counts)
+    assert (total[C.MEDIA_STORED], total[C.MEDIA_ALREADY_STORED], total[C.PREVIEWS_MADE],
+            total[C.PREVIEWS_REUSED]) == (1, 7, 1, 7)
+    assert len({(d['stored'], d['preview'], d['width']) for d, _ in results}) == 1
+    store.close()
 
 
 def test_a_video_gets_a_still_from_ffmpeg(tmp_path):

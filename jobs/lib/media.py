@@ -88,6 +88,18 @@ def image_preview(src, dst, size, max_pixels):
     return [width, height]
 
 
+#: What a stored file's record says of it.
+_NAMES = ('stored', 'preview', 'width', 'height')
+
+
+class _Flight:
+    """One digest's store and preview in this task: done, and the names they gave (None:
+    the store failed, and the next fetch of those bytes tries again)."""
+
+    def __init__(self):
+        self.done, self.names = threading.Event(), None
+
+
 class Media:
     """One fetch task's media store: :meth:`spool` a resource's bytes while they are
     read, then :meth:`keep` them. *folder*: OUT/media (a local path, or an hdfs:// URI
@@ -110,6 +122,7 @@ class Media:
             self.webhdfs, self.clients = (webhdfs_url, user or None), threading.local()
             self.root = os.path.dirname(urlparse(self.folder).path)
         self.warned, self.lock = False, threading.Lock()
+        self.flights = {}     # digest -> _Flight: this task's work on those bytes
 
     def spool(self):
         """A file to write a resource's bytes into while it is read (binary, open)."""
@@ -118,7 +131,31 @@ class Media:
     def keep(self, doc, spooled, count):
         """Store the bytes in *spooled* (a closed :meth:`spool` file) under *doc*'s
         digest unless stored already, make its preview, and note both in *doc*
-        (``stored``, ``preview``, ``width``, ``height``). Removes *spooled*."""
+        (``stored``, ``preview``, ``width``, ``height``). Removes *spooled*.
+
+        One thread does a digest's work; the task's others with the same bytes (a logo
+        every page of a site names, fetched under each host's URL at once) wait for it
+        and take its names."""
+        with self.lock:
+            flight = self.flights.get(doc['digest'])
+            first = flight is None
+            if first:
+                flight = self.flights[doc['digest']] = _Flight()
+        if not first and flight.done.wait(self.seconds + 60) and flight.names is not None:
+            os.remove(spooled)
+            doc.update(flight.names)
+            count(C.MEDIA_ALREADY_STORED)
+            if 'preview' in flight.names:
+                count(C.PREVIEWS_REUSED)
+            return
+        try:
+            self._keep(doc, spooled, count)
+        finally:
+            flight.names = {k: doc[k] for k in _NAMES if k in doc} if 'stored' in doc \
+                else None
+            flight.done.set()
+
+    def _keep(self, doc, spooled, count):
         try:
             name = stored_name(doc['digest'])
             if self._exists(name):
