@@ -309,6 +309,7 @@ class HostFetcher:
         finally:
             if spool is not None:
                 spool.close()
+                doc['spooled'] = spool.name    # kept by _fetch_one, or left for close()
         doc['length'] = seen[0]
         doc['truncated'] = truncated
         doc['digest'] = R.sha1_form(sha)
@@ -316,8 +317,6 @@ class HostFetcher:
         self._stat(C.RESOURCES_FETCHED)
         if truncated:
             self._stat(C.RESOURCES_TRUNCATED)
-        if spool is not None:
-            self.media.keep(doc, spool.name, self._stat)
 
     # -- one URL: its redirect chain ------------------------------------------------
 
@@ -398,6 +397,10 @@ class HostFetcher:
                        else R.FETCH_NETWORK_ERROR, reason=reason)
         finally:
             doc['elapsed'] = round(self.clock() - start, 4)
+            spooled = doc.pop('spooled', None)
+        if spooled is not None and doc['status'] == R.FETCH_FETCHED:
+            # After the request: the preview's CPU overlaps the key's delay.
+            self.media.keep(doc, spooled, self._stat)
         return doc
 
     def _fetch_checked(self, rec, layer):
