@@ -19,6 +19,7 @@ URLs; time and memory limited). Without ffmpeg a video gets no preview, counted.
 Everything here is counted and nothing raises into the fetch: a resource whose store or
 preview fails is still a fetched resource with its digest.
 """
+import importlib
 import logging
 import os
 import shutil
@@ -112,6 +113,11 @@ class Media:
         self.previews = m['previews']
         self.size, self.max_pixels = m['preview_size'], m['max_pixels']
         self.seconds, self.memory_mb = m['preview_seconds'], m['preview_memory_mb']
+        if self.previews:
+            # Imported here, once: each thumbnail's forked child inherits Pillow and its
+            # format plug-ins instead of importing them again (most of its time).
+            importlib.import_module('PIL.ImageOps')
+            importlib.import_module('PIL.Image').init()
         self.ffmpeg_name = m['ffmpeg']
         self.ffmpeg = ffmpeg_path(conf) if self.previews else None
         self.prlimit = shutil.which('prlimit')
