@@ -9,11 +9,11 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text
+.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-refresh
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
-	$(BENCH_PY) -m pip install --quiet scrapy psutil py-spy
+	$(BENCH_PY) -m pip install --quiet scrapy psutil py-spy pillow
 	touch $@
 
 bench-deps: $(STAMP) $(BENCH_STAMP)  ## Install the benchmark's tools: nginx-light (apt), Scrapy venv
@@ -29,6 +29,9 @@ bench-quick: bench-deps  ## Smallest benchmark point only (politeness-bound, a f
 
 bench-refresh: bench-deps  ## A crawl cycle's refresh cost: 1 % of the cpu4x web changed (POINT=cpu4x)
 	$(BENCH_PY) bench/refresh.py $(or $(POINT),cpu4x)
+
+bench-media: bench-deps  ## Media store + thumbnails vs Scrapy's ImagesPipeline on a gallery web
+	$(BENCH_PY) bench/media.py
 
 bench-overhead: $(STAMP)  ## Fixed cost of one job, local vs inline runner, with profiles
 	mkdir -p bench/results
