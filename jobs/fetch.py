@@ -355,6 +355,8 @@ class MRFetch(CrawlJob):
         except BaseException:
             self.cancelled.set()
             self.pool.shutdown(wait=False, cancel_futures=True)
+            if self.media is not None:
+                self.media.close()
             raise
 
     def _put(self, item):

@@ -121,7 +121,7 @@ class Media:
         self.ffmpeg_name = m['ffmpeg']
         self.ffmpeg = ffmpeg_path(conf) if self.previews else None
         self.prlimit = shutil.which('prlimit')
-        self.tmp = tempfile.mkdtemp(prefix='mrcrawl-media-')
+        self.tmp = None      # the spool folder, made for the task's first resource
         self.webhdfs = None
         if self.folder.startswith('hdfs://'):
             from urllib.parse import urlparse
@@ -132,6 +132,9 @@ class Media:
 
     def spool(self):
         """A file to write a resource's bytes into while it is read (binary, open)."""
+        with self.lock:
+            if self.tmp is None:
+                self.tmp = tempfile.mkdtemp(prefix='mrcrawl-media-')
         return tempfile.NamedTemporaryFile(dir=self.tmp, delete=False)
 
     def keep(self, doc, spooled, count):
@@ -180,7 +183,10 @@ class Media:
             os.remove(spooled)
 
     def close(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        """Remove the spool folder (a resource whose fetch failed mid-way left its file
+        there)."""
+        if self.tmp is not None:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
     # -- previews ---------------------------------------------------------------------
 
