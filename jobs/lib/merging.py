@@ -7,7 +7,9 @@ from jobs.lib import counters as C, records as R, urls
 
 #: Fields of a resource's page record that its parent's merged record keeps.
 RESOURCE_FIELDS = ('status', 'content_type', 'length', 'truncated', 'digest', 'http_status',
-                   'reason', 'stored', 'preview', 'width', 'height')
+                   'reason')
+#: ... and those it keeps when the media store made them (jobs.lib.media).
+MEDIA_FIELDS = ('stored', 'preview', 'width', 'height')
 
 #: Page fields a merged record never carries (a raw or decoded body, if out/ keeps one;
 #: the page's fingerprint, which merged/ has as ``simhash``).
@@ -72,6 +74,7 @@ def resource_entry(rec):
     entry = {'name': rec.get('resource_name'), 'url': rec['url']}
     for field in RESOURCE_FIELDS:
         entry[field] = rec.get(field)
+    entry.update((f, rec[f]) for f in MEDIA_FIELDS if rec.get(f) is not None)
     entry['fetch_time'] = rec.get('fetch_time')
     return entry
 

@@ -145,7 +145,8 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     under merge.min_words words), anchors (list of {from: linking page URL, text: anchor
     text}: in-link anchor text of links to any of its URLs, a redirect's source counted
     as its final URL, de-duplicated, at most merge.max_anchors), resources (list of
-    {name, url, status, content_type, length, digest, http_status, reason}, sorted by
+    {name, url, status, content_type, length, truncated, digest, http_status, reason;
+    and where the media store made them: stored, preview, width, height}, sorted by
     name then url: the fetched secondary resources this page or a page folded into it
     names (or is the resource_of of; a file several pages name is fetched once and
     listed on each), the latest fetch of each; then each resource the page's own
