@@ -53,6 +53,11 @@ class KeySession:
                                         max_retries=0)
         self.session.mount('http://', adapter)
         self.session.mount('https://', adapter)
+        self.track()
+
+    def track(self):
+        """The sockets this thread opens from now on are this session's (the watchdog
+        cuts them): the thread that uses the session calls it, if another made it."""
         netpolicy.track_sockets(self._sockets)
 
     def close(self):
