@@ -13,6 +13,9 @@ A site file is TOML, read with tomllib (never executed)::
                                           # `mrcrawl crawl --sites DIR`, no seeds needed
     delay = 2.0                           # seconds between requests to its hosts
                                           # (default: politeness.delay; see below)
+    render = false                        # load its pages in headless Chromium: links
+                                          # and fields from the rendered DOM
+                                          # (jobs.lib.render, settings [render])
     max_pages = 10000                     # pages ever requested (jobs.lib.sitelimits)
     quota_per_hour = 600                  # requests in any hour, across layers and
     quota_per_day = 5000                  # cycles (jobs.lib.sitelimits)
@@ -53,7 +56,7 @@ FIELD_TYPES = ('text', 'int', 'float', 'date', 'list', 'url')
 _FIELD_KEYS = {'css', 'xpath', 'regex', 'attr', 'type', 'formats', 'required'}
 _RESOURCE_KEYS = {'css', 'xpath', 'regex', 'attr', 'max_bytes'}
 _SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval', 'entry', 'delay',
-              'max_pages', 'quota_per_hour', 'quota_per_day'}
+              'max_pages', 'quota_per_hour', 'quota_per_day', 'render'}
 #: The limits jobs.lib.sitelimits applies, by their key in [site].
 LIMIT_KEYS = ('max_pages', 'quota_per_hour', 'quota_per_day')
 _LINK_KEYS = {'follow', 'deny'}
@@ -167,6 +170,9 @@ def parse_site(data, path):
     if delay is not None and (isinstance(delay, bool) or not isinstance(delay, (int, float))
                               or not 0 <= delay <= 3600):
         raise _err(path, 'site.delay must be seconds from 0 to 3600, got %r', delay)
+    render = site.get('render', False)
+    if not isinstance(render, bool):
+        raise _err(path, 'site.render must be true or false, got %r', render)
     limits = {}
     for key in LIMIT_KEYS:
         value = site.get(key)
@@ -200,7 +206,7 @@ def parse_site(data, path):
             'follow': _regexes(path, 'links.follow', links.get('follow', [])),
             'deny': _regexes(path, 'links.deny', links.get('deny', [])),
             'fields': fields, 'resources': resources,
-            'delay': None if delay is None else float(delay), **limits}
+            'delay': None if delay is None else float(delay), 'render': render, **limits}
 
 
 def _entry_urls(path, value, hosts, url_res):
@@ -301,6 +307,7 @@ class Site:
         self.deny = [re.compile(p) for p in spec['deny']]
         self.refetch_interval = spec.get('refetch_interval')
         self.delay = spec.get('delay')
+        self.render = spec.get('render', False)
 
     def matches(self, host, url):
         return (host in self.exact_hosts or any(g.match(host) for g in self.host_globs)
