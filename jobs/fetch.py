@@ -79,6 +79,7 @@ from mrjob.step import MRStep
 from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
 from jobs.lib import counters as C, fetcher, follow, plan, politeness, records as R, robots
 from jobs.lib.netpolicy import Resolver
+from jobs.lib.render import Renderer
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _DB_LINES = ('known', 'held', 'robots', 'pace')   # a fetch list's lines that are no URL to fetch
@@ -248,8 +249,8 @@ class MRFetch(CrawlJob):
         self.cancelled = threading.Event()    # the task is ending early (Ctrl-C)
         self.results = queue.Queue(maxsize=4 * self.threads)
         self.active = 0
-        self.robots_cache = robots.RobotsCache()
-        self.resolver = Resolver.for_conf(self.conf)
+        self.robots_cache, self.resolver = robots.RobotsCache(), Resolver.for_conf(self.conf)
+        self.renderer = Renderer(self.conf, self.robots_cache, self.resolver, self.stderr.write)
         self.delays = politeness.SiteDelays(self.conf)
         self.last_status = time.monotonic()
         self.stats_lock = threading.Lock()
@@ -322,6 +323,7 @@ class MRFetch(CrawlJob):
             while self.active:
                 yield from self._drain(block=True)
         self.pool.shutdown()
+        self.renderer.close(lambda name, n: self.count(name, n, C.RENDER))
         if self.warc is not None:
             self.warc.commit()
         if self.media is not None:
@@ -357,6 +359,7 @@ class MRFetch(CrawlJob):
             self.pool.shutdown(wait=False, cancel_futures=True)
             if self.media is not None:
                 self.media.close()
+            self.renderer.close()     # the browser too; pages waiting keep their bodies
             raise
 
     def _put(self, item):
@@ -389,7 +392,7 @@ class MRFetch(CrawlJob):
             if ended_at is not None:
                 # Another machine's clock a little ahead counts as 'just now'.
                 hf.slot.resume(max(0.0, time.time() - ended_at))
-            for doc in hf.fetch(items, self.options.layer, pkey, known, more or ()):
+            for doc in self.renderer.each(hf, items, self.options.layer, pkey, known, more or ()):
                 if self.cancelled.is_set():
                     return
                 if not doc.get('followed'):

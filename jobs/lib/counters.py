@@ -61,6 +61,23 @@ PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a 
 # Deferred URLs are also counted by status and reason: fetch_deferred_time_budget_total,
 # fetch_deferred_host_failures_total, fetch_deferred_robots_503_total...
 
+# render (jobs.lib.render: pages of sites with render = true, in the fetch task)
+RENDER = 'render'
+PAGES_RENDERED = 'pages_rendered_total'    #: pages parsed from their rendered DOM
+BROWSER_STARTS = 'browser_starts_total'    #: browsers started (1 a task, more after a crash)
+BROWSER_UNAVAILABLE = 'browser_unavailable_total'  #: tasks that could not start one (no
+#: Playwright, no browser at render.browser): one warning in the task's log each
+SUBREQUESTS_FETCHED = 'subrequests_fetched_total'  #: browser requests fetched and answered
+SUBREQUESTS_OTHER_KEY = 'subrequests_other_key_total'  #: of the browser's requests, those
+#: to another politeness key than the page's (its own fetcher and delay)
+SUBREQUEST_BYTES = 'subrequest_bytes_total'  #: body bytes read for the browser
+SUBREQUEST_ROBOTS_FETCHED = 'subrequest_robots_txt_fetched_total'  #: robots.txt of other keys
+# Also, by reason: render_failed_<reason>_total (the page is parsed as fetched:
+# unavailable = no Playwright or browser, timeout, crash, browser_error, cancelled) and
+# subrequests_aborted_<reason>_total (robots, private_address, dns, scheme, method,
+# navigation, over_budget_requests, over_budget_bytes, over_budget_seconds, time_limit,
+# time_budget, error_<network reason>).
+
 # plan (MRPlanFetch)
 PLAN = 'plan'
 PLAN_KEYS = 'keys_total'             #: politeness keys seen

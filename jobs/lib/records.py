@@ -35,6 +35,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     the final response's exchange, on records that got a response), warc_body (str:
     base64 of an HTML body's bytes as received, only when ``body`` does not re-encode to
     them with ``encoding``: replaced bytes, a BOM, a character cut by the size limit).
+    rendered (bool, only on a page of a site with ``render = true`` that the browser
+    rendered: ``body`` is then the rendered DOM, and ``warc_body`` (with warc.enabled)
+    the bytes as received; jobs.lib.render).
     A ``url`` record may carry ``etag`` and ``last_modified`` (from a previous fetch):
     the fetch then sends If-None-Match / If-Modified-Since, and a 304 is not_modified.
     A resource (resource_of set) is read up to its max_bytes and never parsed: body null,

@@ -1,0 +1,344 @@
+"""Rendering pages in headless Chromium, for sites whose config says ``render = true``.
+
+The fetch job wraps each key's fetch in :meth:`Renderer.each`: a fetched HTML page of
+such a site is loaded in the browser and its rendered DOM replaces ``doc['body']`` for
+the parse (``doc['rendered'] = True``); the WARC keeps the bytes as received
+(``warc_body``). One :class:`Renderer` per fetch task owns one thread, which starts
+Playwright and the browser (``render.browser``) on the first page and renders one page
+at a time, each in a new browser context; Playwright's sync API must stay on one thread,
+and the host threads submit a page and wait.
+
+The browser never touches the network itself: every request it makes goes through the
+route handler. The page's document is fulfilled from the body already fetched; every
+other request (script, XHR, style sheet, image, frame) is fetched here, under the rules
+of a crawl request, or aborted with a counted reason:
+
+- GET and http(s) only; the page's budget: ``render.max_requests`` requests,
+  ``render.max_bytes`` body bytes, the load within ``render.max_seconds``;
+- the address policy (jobs.lib.netpolicy, through the resolver and the key's
+  KeySession), then robots.txt (the task's shared cache);
+- politeness: a request to the page's own key waits its turn on that key's Slot, so
+  the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile, so
+  nothing else uses its fetcher); a request to another key goes through a fetcher of
+  that key the renderer makes once per task (its own Slot at that key's delay).
+
+A render that fails (time, crash) leaves the fetched body; a crashed browser is started
+again for the next page. Without Playwright or the browser, the task logs one warning
+and pages are parsed as fetched (counter ``render_failed_unavailable_total``).
+"""
+import base64
+import queue
+import sys
+import threading
+import time
+
+from jobs.lib import counters as C, encoding, httpio, politeness, records as R, urls
+from jobs.lib.fetcher import HostFetcher
+from jobs.lib.httpio import NETWORK_ERRORS
+from jobs.lib.netpolicy import Blocked
+from jobs.lib.politeness import OutOfBudget, TimeLimit
+from jobs.lib.sites import SiteIndex
+
+#: Headers that describe the bytes on the wire, not the decoded body handed over.
+_WIRE_HEADERS = frozenset(('content-encoding', 'content-length', 'transfer-encoding',
+                           'connection', 'keep-alive'))
+#: Request headers of the browser passed on (the session sends our own User-Agent).
+_PASSED_HEADERS = ('accept', 'referer')
+# Requests the route handler does not see (WebSockets, a DNS prefetch) go to a proxy
+# that does not exist, loopback included: they fail instead of reaching the network.
+_LAUNCH_ARGS = ['--no-sandbox', '--proxy-server=socks5://127.0.0.1:9',
+                '--proxy-bypass-list=<-loopback>']
+
+
+class _Unavailable(Exception):
+    """Playwright or the browser cannot be started on this machine."""
+
+
+class _Job:
+    """One page handed to the render thread, and what came of it."""
+
+    def __init__(self, doc, hf):
+        self.doc, self.hf = doc, hf
+        self.html = None
+        self.error = None
+        self.done = threading.Event()
+
+
+class _Budget:
+    """One page's allowance of sub-requests."""
+
+    def __init__(self, settings):
+        self.requests = settings['max_requests']
+        self.bytes = settings['max_bytes']
+        self.deadline = time.monotonic() + settings['max_seconds']
+
+    def over(self):
+        """The budget's part that is spent ('seconds', 'requests', 'bytes'), or None."""
+        if time.monotonic() >= self.deadline:
+            return 'seconds'
+        if self.requests <= 0:
+            return 'requests'
+        return 'bytes' if self.bytes <= 0 else None
+
+
+class Renderer:
+    """A fetch task's browser. *robots_cache* and *resolver* are the task's; *warn*
+    writes a line (bytes) to the task's log: MRJob.stderr, Hadoop's task stderr."""
+
+    def __init__(self, conf, robots_cache, resolver, warn=None):
+        self.conf = conf
+        self.settings = conf['render']
+        specs = conf.get('sites') or ()
+        self.sites = SiteIndex(specs) if any(s.get('render') for s in specs) else None
+        self.robots_cache, self.resolver = robots_cache, resolver
+        self.delays = politeness.SiteDelays(conf)
+        self.warn = warn or sys.stderr.buffer.write
+        self.stats = {}
+        self._lock = threading.Lock()
+        self._queue = queue.Queue()
+        self._thread = None
+        self._closed = self._unavailable = False
+        # The render thread's own: Playwright, the browser, other keys' fetchers.
+        self._pw = self._browser = None
+        self._others = {}
+
+    def _stat(self, name, n=1):
+        with self._lock:
+            self.stats[name] = self.stats.get(name, 0) + n
+
+    def each(self, hf, *args):
+        """``hf.fetch(*args)``'s docs, each rendered first when its site asks for it."""
+        for doc in hf.fetch(*args):
+            if self.wants(doc):
+                self.render(doc, hf)
+            yield doc
+
+    def wants(self, doc):
+        """Is *doc* a fetched HTML page of a site with ``render = true``?"""
+        if self.sites is None or doc['status'] != R.FETCH_FETCHED or doc['body'] is None \
+                or not encoding.is_html(doc['content_type']):
+            return False
+        site = self.sites.match(doc['final_url'])
+        return site is not None and site.render
+
+    def render(self, doc, hf):
+        """Replace *doc*'s body with its rendered DOM (host thread; waits). On failure
+        the body stays as fetched, counted by reason."""
+        job = _Job(doc, hf)
+        with self._lock:
+            if self._unavailable or self._closed:
+                job.error = 'unavailable' if self._unavailable else 'cancelled'
+            else:
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._serve, name='render',
+                                                    daemon=True)
+                    self._thread.start()
+                self._queue.put(job)
+        if job.error is None:
+            job.done.wait()
+        if job.html is None:
+            self._stat(C.per('render_failed', job.error))
+            return
+        if hf.warc and doc.get('warc_body') is None:
+            # The WARC keeps the bytes as received, not the DOM the parse reads.
+            raw = encoding.encode(doc['body'], doc['encoding']) or doc['body'].encode()
+            doc['warc_body'] = base64.b64encode(raw).decode('ascii')
+        doc['body'], doc['rendered'] = job.html, True
+        self._stat(C.PAGES_RENDERED)
+
+    def close(self, count=None):
+        """Stop the render thread and its browser; pages still queued keep their fetched
+        body. *count(name, n)* gets the counters."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+            while True:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                job.error = 'cancelled'
+                job.done.set()
+            self._queue.put(None)
+        if thread is not None:
+            thread.join(self.settings['max_seconds'] + 10.0)
+        for name, n in sorted(self.stats.items()) if count else ():
+            count(name, n)
+
+    # -- the render thread -----------------------------------------------------------
+
+    def _serve(self):
+        while True:
+            job = self._queue.get()
+            if job is None:
+                break
+            try:
+                job.html = self._render_one(job)
+            except _Unavailable:
+                job.error = 'unavailable'
+            except Exception as e:   # a page that fails costs its render, not the task
+                job.error = self._failure(e)
+            finally:
+                job.done.set()
+        self._shutdown()
+
+    def _failure(self, exc):
+        """The reason of a failed render; a crashed browser is dropped (next page: a new
+        one)."""
+        if self._browser is not None and not self._browser.is_connected():
+            self._browser = None
+            return 'crash'
+        return 'timeout' if type(exc).__name__ == 'TimeoutError' else 'browser_error'
+
+    def _launch(self):
+        if self._browser is not None:
+            return self._browser
+        try:
+            if self._pw is None:
+                from playwright.sync_api import sync_playwright
+                self._pw = sync_playwright().start()
+            self._browser = self._pw.chromium.launch(
+                executable_path=self.settings['browser'], args=_LAUNCH_ARGS,
+                timeout=self.settings['max_seconds'] * 1000)
+        except Exception as e:   # ImportError, no browser, a browser that cannot start
+            with self._lock:
+                self._unavailable = True
+            why = (str(e).strip().splitlines() or [''])[0]
+            self.warn(('WARNING render: no browser (%s: %s); the pages of render = true '
+                       'sites are parsed as fetched\n' % (type(e).__name__, why)).encode())
+            self._stat(C.BROWSER_UNAVAILABLE)
+            raise _Unavailable() from e
+        self._stat(C.BROWSER_STARTS)
+        return self._browser
+
+    def _render_one(self, job):
+        browser = self._launch()
+        budget = _Budget(self.settings)
+        context = browser.new_context(user_agent=job.hf.user_agent,
+                                      service_workers='block')
+        try:
+            page = context.new_page()
+            served = []
+            page.route('**/*', lambda route: self._route(route, job, budget, page, served))
+            page.goto(job.doc['final_url'], wait_until='load',
+                      timeout=self.settings['max_seconds'] * 1000)
+            left = budget.deadline - time.monotonic()
+            if left > 0:
+                try:   # scripts that load more after the load event: wait while in time
+                    page.wait_for_load_state('networkidle', timeout=left * 1000)
+                except Exception as e:
+                    if type(e).__name__ != 'TimeoutError':
+                        raise
+            return page.content()
+        finally:
+            try:
+                context.close()
+            except Exception:     # a crashed browser: its contexts are gone already
+                pass
+
+    def _route(self, route, job, budget, page, served):
+        """Route handler (render thread): the page's document from the fetched body, any
+        other request fetched here or aborted."""
+        req = route.request
+        try:
+            if req.is_navigation_request() and req.frame == page.main_frame:
+                if served:         # the page navigating away: not followed here
+                    self._stat(C.per('subrequests_aborted', 'navigation'))
+                    return route.abort('blockedbyclient')
+                served.append(True)
+                return route.fulfill(status=200, body=job.doc['body'].encode('utf-8'),
+                                     headers={'content-type': 'text/html; charset=utf-8'})
+            got = self._sub_request(req, job.hf, budget)
+            if isinstance(got, str):
+                self._stat(C.per('subrequests_aborted', got))
+                return route.abort('blockedbyclient')
+            return route.fulfill(status=got[0], headers=got[1], body=got[2])
+        except Exception:   # the page closed meanwhile (its time ran out): nothing to answer
+            return None
+
+    def _sub_request(self, req, hf, budget):
+        """(status, headers, body) of one of the browser's requests, or why not."""
+        url = urls.normalize(req.url) if req.url.startswith(('http:', 'https:')) else None
+        if url is None:
+            return 'scheme'
+        if req.method != 'GET':
+            return 'method'
+        try:
+            self.resolver.resolve(urls.hostname(url), 443 if url.startswith('https:') else 80)
+        except Blocked:
+            return 'private_address'
+        except (OSError, UnicodeError):
+            return 'dns'
+        f = hf
+        if not hf.same_key(url):
+            f = self._other(url)
+            self._stat(C.SUBREQUESTS_OTHER_KEY)
+        try:
+            rules = f._rules_for(url)
+            if rules is not None and not rules.allowed(url):
+                return 'robots'
+            over = budget.over()       # only requests that would go out spend it
+            if over is not None:
+                return 'over_budget_' + over
+            budget.requests -= 1
+            headers = {k: v for k, v in req.headers.items() if k.lower() in _PASSED_HEADERS}
+            return self._fetch(f, url, headers, budget)
+        except OutOfBudget:
+            return 'time_budget'
+        except TimeLimit:
+            return 'over_budget_seconds' if time.monotonic() >= budget.deadline \
+                else 'time_limit'
+
+    def _fetch(self, f, url, headers, budget):
+        """GET *url* through fetcher *f*: its turn, its session, the page's budget."""
+        f.slot.wait_turn()
+        if time.monotonic() >= budget.deadline:
+            return 'over_budget_seconds'
+        deadline = min(f.slot.deadline(), budget.deadline)
+        entry = None
+        f.http.track()      # this thread's sockets, for the watchdog to cut
+        try:
+            resp, entry = f.http.get(url, deadline, headers)
+            try:
+                body, truncated = f.http.read_body(resp, budget.bytes, deadline)
+            finally:
+                resp.close()
+        except NETWORK_ERRORS as e:
+            if entry is not None:
+                f.http.disarm(entry, deadline, e)
+            return 'error_' + httpio.error_reason(e)
+        finally:
+            if entry is not None:
+                f.http.disarm(entry, deadline)
+            f.slot.done_request()
+        budget.bytes -= len(body)
+        self._stat(C.SUBREQUEST_BYTES, len(body))
+        if truncated:
+            return 'over_budget_bytes'
+        self._stat(C.SUBREQUESTS_FETCHED)
+        return resp.status_code, {k: v for k, v in resp.headers.items()
+                                  if k.lower() not in _WIRE_HEADERS}, body
+
+    def _other(self, url):
+        """The task's fetcher of *url*'s politeness key (not the page's), made once."""
+        key = politeness.politeness_key(url, self.conf['politeness']['key'], self.resolver)
+        f = self._others.get(key)
+        if f is None:
+            f = HostFetcher(self.conf, self.robots_cache, self.resolver,
+                            delay=self.delays(url))
+            f.key = key
+            f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot)
+            self._others[key] = f
+        return f
+
+    def _shutdown(self):
+        for f in self._others.values():
+            f.http.close()
+            self._stat(C.SUBREQUEST_ROBOTS_FETCHED, f.robots_fetches)
+        for stop in (self._browser and self._browser.close, self._pw and self._pw.stop):
+            try:
+                if stop:
+                    stop()
+            except Exception:   # already gone (a crash): nothing left to close
+                pass
+        self._browser = self._pw = None
