@@ -1,0 +1,136 @@
+"""Pages that need a browser (jobs.lib.render): a site's ``render = true`` loads its pages
+in headless Chromium, whose own requests the crawler fetches under its rules. Real
+browser, real loopback servers; each fetch task starts one browser."""
+import glob
+import io
+import json
+import os
+
+import pytest
+
+from drivers.fixture_site import FixtureSite
+from jobs.fetch import MRFetch
+from jobs.lib import counters as C, sites
+from jobs.lib.sites import SiteConfigError
+from tests.conftest import crawl_site, current_xml, read_records, test_conf
+from tests.test_fetch_job import DELAY, check_politeness
+
+APP_PAGE = (b'<html><head><title>App</title><script src="/app.js"></script>%s</head>'
+            b'<body><div id="app"></div>%s</body></html>')
+# Builds the page's heading (a site field) and its links once the DOM is there.
+APP_JS = (b"document.addEventListener('DOMContentLoaded', function () {\n"
+          b"  document.getElementById('app').innerHTML = '<h1 class=\"title\">Built by "
+          b"script</h1>' +\n    '<a href=\"/made/1.html\">one</a> <a href=\"/made/2.html\">"
+          b"two</a>';\n});\n")
+SITE = '[site]\nhosts = ["%s"]\nrender = %s\n\n[fields.heading]\ncss = "h1.title"\n'
+
+
+def _serve_app(s, head=b'', body=b''):
+    s.overrides['/'] = APP_PAGE % (head, body)
+    s.overrides['/app.js'] = ('typed', 'application/javascript', APP_JS)
+    for n in (1, 2):
+        s.overrides['/made/%d.html' % n] = b'<html><title>Made %d</title><p>x</p></html>' % n
+
+
+def _conf(tmp_path, host, render, *settings):
+    conf = test_conf('politeness.delay=%s' % DELAY, *settings)
+    path = tmp_path / 'app.toml'
+    path.write_text(SITE % (host, 'true' if render else 'false'))
+    conf['sites'] = [sites.load_file(str(path))]
+    return conf
+
+
+def _counters(out, layer='000'):
+    with open(os.path.join(out, 'steps', 'fetch-%s.json' % layer)) as f:
+        return json.load(f)['counters']
+
+
+def test_render_is_a_boolean_of_the_site_table(tmp_path):
+    path = tmp_path / 'bad.toml'
+    path.write_text('[site]\nhosts = ["a.example"]\nrender = "yes"\n')
+    with pytest.raises(SiteConfigError, match='site.render must be true or false'):
+        sites.load_file(str(path))
+    path.write_text('[site]\nhosts = ["a.example"]\n')
+    assert sites.load_file(str(path))['render'] is False
+
+
+@pytest.mark.parametrize('render', [False, True])
+def test_links_and_fields_built_by_script_need_rendering(tmp_path, render):
+    """Without rendering the script's heading and links are missing; with it they are
+    found and followed, the field is in the page and in xml/, the WARC keeps the bytes
+    as served, and the server sees the same politeness (and User-Agent) as a fetch."""
+    with FixtureSite('127.0.0.2') as s:
+        _serve_app(s)
+        out, _ = crawl_site(s, tmp_path, _conf(tmp_path, '127.0.0.2', render), depth=1)
+        check_politeness(s)
+        paths = s.paths()
+    pages = {p['url']: p for p in read_records(os.path.join(out, 'out', '000'))}
+    home = pages[s.url('/')]
+    counters = _counters(out)
+    if not render:
+        assert home['fields']['heading'] is None and home['links'] == []
+        assert '/app.js' not in paths and '/made/1.html' not in paths
+        assert 'render' not in counters and 'rendered' not in home
+        return
+    assert home['rendered'] is True
+    assert home['fields']['heading'] == 'Built by script'
+    assert [link['url'] for link in home['links']] == [s.url('/made/1.html'),
+                                                      s.url('/made/2.html')]
+    assert sorted(paths) == sorted(['/robots.txt', '/', '/app.js', '/made/1.html',
+                                    '/made/2.html'])
+    assert 'Built by script' in current_xml(out)[s.url('/')]
+    r = counters['render']
+    assert r['pages_rendered_total'] == 1 and r['browser_starts_total'] == 1
+    assert r['subrequests_fetched_total'] == 1
+    assert r['subrequest_bytes_total'] == len(APP_JS)
+    from jobs.lib import warcfile
+    data, _ = warcfile.read_payload(out, home)
+    assert data == APP_PAGE % (b'', b'')          # the bytes served, not the DOM
+
+
+def test_browser_requests_obey_robots_and_the_page_budget(tmp_path):
+    """A script robots.txt disallows is never requested; past render.max_requests the
+    browser's requests are aborted; each outcome is counted."""
+    images = b''.join(b'<img src="/img/%d.png">' % i for i in range(4))
+    with FixtureSite('127.0.0.3') as s:
+        _serve_app(s, b'<script src="/private/track.js"></script>', images)
+        out, _ = crawl_site(s, tmp_path, _conf(tmp_path, '127.0.0.3', True,
+                                               'render.max_requests=3'), depth=0)
+        check_politeness(s)
+        paths = s.paths()
+    assert '/private/track.js' not in paths
+    sub = [p for p in paths if p not in ('/', '/robots.txt')]
+    assert len(sub) == 3 and '/app.js' in sub     # the first script comes first
+    r = _counters(out)['render']
+    assert r['subrequests_aborted_robots_total'] == 1
+    assert r['subrequests_fetched_total'] == 3
+    assert r['subrequests_aborted_over_budget_requests_total'] == 2
+    assert r['pages_rendered_total'] == 1
+
+
+def test_no_browser_means_a_plain_fetch_and_one_warning(tmp_path):
+    """render.browser names no file: every page is fetched as usual, the task says so
+    once in its log, and the counters say why no page was rendered."""
+    with FixtureSite('127.0.0.4') as s:
+        _serve_app(s)
+        conf = _conf(tmp_path, '127.0.0.4', True, 'render.browser=/nonexistent/chromium')
+        conf_file = tmp_path / 'conf.json'
+        conf_file.write_text(json.dumps(conf))
+        urls = [s.url('/'), s.url('/made/1.html'), s.url('/made/2.html')]
+        job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)])
+        job.sandbox(stdin=io.BytesIO(''.join(
+            json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in urls).encode()))
+        with job.make_runner() as runner:
+            runner.run()
+            docs = [v for _, v in job.parse_output(runner.cat_output())]
+            counters = C.merge_steps(runner.counters())
+            logs = b''.join(open(p, 'rb').read() for p in glob.glob(os.path.join(
+                runner._get_local_tmp_dir(), '**', 'stderr'), recursive=True))
+        assert '/app.js' not in s.paths()
+    assert sorted(d['url'] for d in docs) == sorted(urls)
+    assert all(d['status'] == 'fetched' and not d.get('rendered') for d in docs)
+    home = next(d for d in docs if d['url'] == s.url('/'))
+    assert home['fields']['heading'] is None and home['links'] == []
+    assert counters['render'] == {'render_failed_unavailable_total': 3,
+                                  'browser_unavailable_total': 1}
+    assert logs.count(b'WARNING render: no browser') == 1
