@@ -134,3 +134,43 @@ def test_no_browser_means_a_plain_fetch_and_one_warning(tmp_path):
     assert counters['render'] == {'render_failed_unavailable_total': 3,
                                   'browser_unavailable_total': 1}
     assert logs.count(b'WARNING render: no browser') == 1
+
+
+def test_a_request_to_another_key_goes_through_that_keys_fetcher(tmp_path):
+    """An image on another host: fetched with that host's robots.txt and delay, by the
+    task's fetcher of its key, and counted as such."""
+    with FixtureSite('127.0.0.5') as s, FixtureSite('127.0.0.6') as other:
+        _serve_app(s, body=b'<img src="%s"><img src="%s">' % (
+            other.url('/image.png').encode(), other.url('/private/x.png').encode()))
+        out, _ = crawl_site(s, tmp_path, _conf(tmp_path, '127.0.0.5', True), depth=0)
+        check_politeness(s)
+        check_politeness(other)
+        assert other.paths() == ['/robots.txt', '/image.png']
+    r = _counters(out)['render']
+    assert r['subrequests_other_key_total'] == 2 and r['subrequests_fetched_total'] == 2
+    assert r['subrequests_aborted_robots_total'] == 1
+    assert r['subrequest_robots_txt_fetched_total'] == 1
+
+
+def test_the_address_policy_applies_to_the_browsers_requests(tmp_path):
+    """With private networks refused for the task, a script the page loads from a
+    loopback address is never requested (the page itself comes from a fetcher that
+    may: a test-only split), and the page is rendered without it."""
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    with FixtureSite('127.0.0.7') as s:
+        _serve_app(s)
+        conf = _conf(tmp_path, '127.0.0.7', True)
+        hf = HostFetcher(conf, resolver=Resolver(True))
+        renderer = Renderer(conf, RobotsCache(), Resolver(False))
+        try:
+            docs = list(renderer.each(hf, [{'kind': 'url', 'url': s.url('/'), 'depth': 0}]))
+        finally:
+            stats = {}
+            renderer.close(stats.__setitem__)
+        assert '/app.js' not in s.paths()
+    assert docs[0]['rendered'] and 'Built by script' not in docs[0]['body']
+    assert stats['subrequests_aborted_private_address_total'] == 1
+    assert stats['pages_rendered_total'] == 1
