@@ -76,7 +76,8 @@ SUBREQUEST_ROBOTS_FETCHED = 'subrequest_robots_txt_fetched_total'  #: robots.txt
 # unavailable = no Playwright or browser, timeout, crash, browser_error, cancelled) and
 # subrequests_aborted_<reason>_total (robots, private_address, dns, scheme, method,
 # navigation, over_budget_requests, over_budget_bytes, over_budget_seconds, time_limit,
-# time_budget, error_<network reason>).
+# time_budget, key_busy: another key a thread of the task is fetching, error_<network
+# reason>).
 
 # plan (MRPlanFetch)
 PLAN = 'plan'

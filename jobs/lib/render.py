@@ -20,7 +20,8 @@ of a crawl request, or aborted with a counted reason:
 - politeness: a request to the page's own key waits its turn on that key's Slot, so
   the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile, so
   nothing else uses its fetcher); a request to another key goes through a fetcher of
-  that key the renderer makes once per task (its own Slot at that key's delay).
+  that key the renderer makes once per task (its own Slot at that key's delay), unless
+  a thread of the task is fetching that key at that moment (aborted: ``key_busy``).
 
 A render that fails (time, crash) leaves the fetched body; a crashed browser is started
 again for the next page. Without Playwright or the browser, the task logs one warning
@@ -97,6 +98,7 @@ class Renderer:
         self._lock = threading.Lock()
         self._queue = queue.Queue()
         self._thread = None
+        self._busy = {}      # politeness key -> its threads fetching now
         self._closed = self._unavailable = False
         # The render thread's own: Playwright, the browser, other keys' fetchers.
         self._pw = self._browser = None
@@ -106,12 +108,19 @@ class Renderer:
         with self._lock:
             self.stats[name] = self.stats.get(name, 0) + n
 
-    def each(self, hf, *args):
-        """``hf.fetch(*args)``'s docs, each rendered first when its site asks for it."""
-        for doc in hf.fetch(*args):
-            if self.wants(doc):
-                self.render(doc, hf)
-            yield doc
+    def each(self, hf, items, layer, key, *rest):
+        """``hf.fetch(items, layer, key, *rest)``'s docs, each rendered first when its
+        site asks for it."""
+        with self._lock:
+            self._busy[key] = self._busy.get(key, 0) + 1
+        try:
+            for doc in hf.fetch(items, layer, key, *rest):
+                if self.wants(doc):
+                    self.render(doc, hf)
+                yield doc
+        finally:
+            with self._lock:
+                self._busy[key] -= 1
 
     def wants(self, doc):
         """Is *doc* a fetched HTML page of a site with ``render = true``?"""
@@ -271,7 +280,14 @@ class Renderer:
             return 'dns'
         f = hf
         if not hf.same_key(url):
-            f = self._other(url)
+            key = politeness.politeness_key(url, self.conf['politeness']['key'],
+                                            self.resolver)
+            with self._lock:
+                if self._busy.get(key):
+                    # A thread of the task is fetching that key: a second fetcher
+                    # would not keep its delay from that thread's requests.
+                    return 'key_busy'
+            f = self._other(url, key)
             self._stat(C.SUBREQUESTS_OTHER_KEY)
         try:
             rules = f._rules_for(url)
@@ -319,9 +335,8 @@ class Renderer:
         return resp.status_code, {k: v for k, v in resp.headers.items()
                                   if k.lower() not in _WIRE_HEADERS}, body
 
-    def _other(self, url):
-        """The task's fetcher of *url*'s politeness key (not the page's), made once."""
-        key = politeness.politeness_key(url, self.conf['politeness']['key'], self.resolver)
+    def _other(self, url, key):
+        """The task's fetcher of *url*'s politeness key *key* (not the page's), made once."""
         f = self._others.get(key)
         if f is None:
             f = HostFetcher(self.conf, self.robots_cache, self.resolver,
