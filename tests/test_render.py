@@ -166,7 +166,8 @@ def test_the_address_policy_applies_to_the_browsers_requests(tmp_path):
         hf = HostFetcher(conf, resolver=Resolver(True))
         renderer = Renderer(conf, RobotsCache(), Resolver(False))
         try:
-            docs = list(renderer.each(hf, [{'kind': 'url', 'url': s.url('/'), 'depth': 0}]))
+            docs = list(renderer.each(hf, [{'kind': 'url', 'url': s.url('/'), 'depth': 0}],
+                                      0, None))
         finally:
             stats = {}
             renderer.close(stats.__setitem__)
@@ -174,3 +175,24 @@ def test_the_address_policy_applies_to_the_browsers_requests(tmp_path):
     assert docs[0]['rendered'] and 'Built by script' not in docs[0]['body']
     assert stats['subrequests_aborted_private_address_total'] == 1
     assert stats['pages_rendered_total'] == 1
+
+
+def test_a_request_to_a_key_another_thread_is_fetching_is_aborted(tmp_path):
+    """The image's host is one of the task's keys, fetched by its own thread meanwhile:
+    a second fetcher would not keep that key's delay, so the request is aborted."""
+    with FixtureSite('127.0.0.8') as s, FixtureSite('127.0.0.9') as busy:
+        _serve_app(s, body=b'<img src="%s">' % busy.url('/image.png').encode())
+        conf = _conf(tmp_path, '127.0.0.8', True, 'fetch.reducers=1')   # one task
+        conf_file = tmp_path / 'conf.json'
+        conf_file.write_text(json.dumps(conf))
+        urls = [s.url('/')] + [busy.url('/a.html?i=%d' % i) for i in range(15)]
+        job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)])
+        job.sandbox(stdin=io.BytesIO(''.join(
+            json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in urls).encode()))
+        with job.make_runner() as runner:
+            runner.run()
+            counters = C.merge_steps(runner.counters())
+        check_politeness(busy)
+        assert '/image.png' not in busy.paths()
+    assert counters['render']['subrequests_aborted_key_busy_total'] == 1
+    assert counters['render']['pages_rendered_total'] == 1
