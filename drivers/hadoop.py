@@ -64,6 +64,9 @@ TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
 #: trafilatura brings dateparser, babel, pytz and tzdata, half the files of the archive.
 #: {(section, key, value): distributions}
 OPTIONAL_DISTRIBUTIONS = {('parse', 'main_text_extractor', 'trafilatura'): ('trafilatura',)}
+#: Shipped only to crawls with a site whose config says ``render = true``: the Playwright
+#: client (~165 MB with its Node.js driver); the browser is the node's own Chromium.
+RENDER_DISTRIBUTIONS = ('playwright',)
 
 #: Parts of the installed distributions that no task imports, left out of the archive.
 #: Each file in it costs every NodeManager's first localisation a permission change, a
@@ -218,9 +221,10 @@ def jobs_zip(where):
 
 def task_distributions(conf):
     """The distributions the tasks of a crawl with *conf* import."""
+    render = any(s.get('render') for s in conf.get('sites') or ())
     return TASK_DISTRIBUTIONS + tuple(
         d for (section, key, value), dists in sorted(OPTIONAL_DISTRIBUTIONS.items())
-        if conf[section][key] == value for d in dists)
+        if conf[section][key] == value for d in dists) + (RENDER_DISTRIBUTIONS * render)
 
 
 def prune(target):

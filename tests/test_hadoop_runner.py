@@ -86,6 +86,7 @@ def test_every_module_the_jobs_import_is_in_the_deps_archive():
             shipped.add(dist)
             todo.extend(requires(dist))
     optional = {norm(d) for dists in hadoop.OPTIONAL_DISTRIBUTIONS.values() for d in dists}
+    optional |= {norm(d) for d in hadoop.RENDER_DISTRIBUTIONS}
     providers = metadata.packages_distributions()
     missing = set()
     for path in glob.glob(os.path.join(ROOT, 'jobs', '**', '*.py'), recursive=True):

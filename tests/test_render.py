@@ -199,3 +199,10 @@ def test_a_request_to_a_key_another_thread_is_fetching_is_aborted(tmp_path):
         assert '/image.png' not in busy.paths()
     assert counters['render']['subrequests_aborted_key_busy_total'] == 1
     assert counters['render']['pages_rendered_total'] == 1
+
+
+def test_playwright_is_shipped_to_yarn_only_for_a_crawl_that_renders(tmp_path):
+    from drivers import hadoop
+    assert 'playwright' not in hadoop.task_distributions(test_conf())
+    assert hadoop.task_distributions(_conf(tmp_path, 'h.example', True))[-1] == 'playwright'
+    assert 'playwright' not in hadoop.task_distributions(_conf(tmp_path, 'h.example', False))
