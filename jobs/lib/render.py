@@ -143,8 +143,9 @@ class Renderer:
                                                     daemon=True)
                     self._thread.start()
                 self._queue.put(job)
-        if job.error is None:
-            job.done.wait()
+        while job.error is None and not job.done.wait(1.0):
+            if not self._thread.is_alive():    # never expected: do not wait forever
+                job.error = 'crash'
         if job.html is None:
             self._stat(C.per('render_failed', job.error))
             return
@@ -194,7 +195,11 @@ class Renderer:
     def _failure(self, exc):
         """The reason of a failed render; a crashed browser is dropped (next page: a new
         one)."""
-        if self._browser is not None and not self._browser.is_connected():
+        try:
+            alive = self._browser is None or self._browser.is_connected()
+        except Exception:    # Playwright's driver is gone too
+            alive = False
+        if not alive:
             self._browser = None
             return 'crash'
         return 'timeout' if type(exc).__name__ == 'TimeoutError' else 'browser_error'
