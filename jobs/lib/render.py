@@ -195,16 +195,20 @@ class Renderer:
     def _failure(self, exc):
         """The reason of a failed render; a crashed browser is dropped (next page: a new
         one)."""
-        try:
-            alive = self._browser is None or self._browser.is_connected()
-        except Exception:    # Playwright's driver is gone too
-            alive = False
-        if not alive:
+        if not self._connected():
             self._browser = None
             return 'crash'
         return 'timeout' if type(exc).__name__ == 'TimeoutError' else 'browser_error'
 
+    def _connected(self):
+        try:
+            return self._browser is None or self._browser.is_connected()
+        except Exception:    # Playwright's driver is gone too
+            return False
+
     def _launch(self):
+        if self._browser is not None and not self._connected():
+            self._browser = None     # it crashed since the last page: start another
         if self._browser is not None:
             return self._browser
         try:
@@ -226,10 +230,16 @@ class Renderer:
         return self._browser
 
     def _render_one(self, job):
-        browser = self._launch()
+        try:
+            context = self._launch().new_context(user_agent=job.hf.user_agent,
+                                                 service_workers='block')
+        except _Unavailable:
+            raise
+        except Exception:   # it died since the last page (its news comes late): again
+            self._browser = None
+            context = self._launch().new_context(user_agent=job.hf.user_agent,
+                                                 service_workers='block')
         budget = _Budget(self.settings)
-        context = browser.new_context(user_agent=job.hf.user_agent,
-                                      service_workers='block')
         try:
             page = context.new_page()
             served = []
