@@ -206,3 +206,51 @@ def test_playwright_is_shipped_to_yarn_only_for_a_crawl_that_renders(tmp_path):
     assert 'playwright' not in hadoop.task_distributions(test_conf())
     assert hadoop.task_distributions(_conf(tmp_path, 'h.example', True))[-1] == 'playwright'
     assert 'playwright' not in hadoop.task_distributions(_conf(tmp_path, 'h.example', False))
+
+
+def _kill_browsers():
+    """SIGKILL the browsers this process started (Playwright's driver's children)."""
+    import signal
+
+    def parent(pid):
+        with open('/proc/%d/stat' % pid) as f:
+            return int(f.read().rpartition(')')[2].split()[1])
+    me, killed = os.getpid(), 0
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as f:
+                cmd = f.read()
+            if b'chromium' in cmd and b'--type=' not in cmd and parent(parent(pid)) == me:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        except (OSError, ValueError):
+            continue
+    return killed
+
+
+def test_a_crashed_browser_is_started_again_for_the_next_page(tmp_path):
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    with FixtureSite('127.0.0.10') as s:
+        _serve_app(s)
+        conf = _conf(tmp_path, '127.0.0.10', True)
+        renderer = Renderer(conf, RobotsCache(), Resolver(True))
+        items = [{'kind': 'url', 'url': s.url(p), 'depth': 0}
+                 for p in ('/', '/made/1.html')]
+        docs = renderer.each(HostFetcher(conf, resolver=Resolver(True)), items, 0, None)
+        stats = {}
+        try:
+            first = next(docs)
+            assert _kill_browsers() == 1
+            second = next(docs)
+        finally:
+            docs.close()
+            renderer.close(stats.__setitem__)
+    assert first['rendered'] and second['rendered']
+    assert 'Built by script' in first['body']
+    assert stats['browser_starts_total'] == 2 and stats['pages_rendered_total'] == 2
