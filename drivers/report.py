@@ -75,6 +75,10 @@ class Report:
         warc = steps.get('warc', steps['fetch'])['counters'].get(C.WARC)
         if warc:
             row['warc'] = warc
+        # Pages rendered in the browser and what became of its requests (jobs.lib.render).
+        render = steps['fetch']['counters'].get(C.RENDER)
+        if render:
+            row['render'] = render
         # The parse counters: the parse job's, or the fetch job's when it parsed.
         parse = steps.get('parse', steps['fetch']).get('counters', {}).get(C.PARSE, {})
         row['links_found'] = parse.get(C.LINKS_FOUND, 0)

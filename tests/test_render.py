@@ -61,7 +61,7 @@ def test_links_and_fields_built_by_script_need_rendering(tmp_path, render):
     as served, and the server sees the same politeness (and User-Agent) as a fetch."""
     with FixtureSite('127.0.0.2') as s:
         _serve_app(s)
-        out, _ = crawl_site(s, tmp_path, _conf(tmp_path, '127.0.0.2', render), depth=1)
+        out, report = crawl_site(s, tmp_path, _conf(tmp_path, '127.0.0.2', render), depth=1)
         check_politeness(s)
         paths = s.paths()
     pages = {p['url']: p for p in read_records(os.path.join(out, 'out', '000'))}
@@ -71,6 +71,7 @@ def test_links_and_fields_built_by_script_need_rendering(tmp_path, render):
         assert home['fields']['heading'] is None and home['links'] == []
         assert '/app.js' not in paths and '/made/1.html' not in paths
         assert 'render' not in counters and 'rendered' not in home
+        assert 'render' not in report['layers'][0]
         return
     assert home['rendered'] is True
     assert home['fields']['heading'] == 'Built by script'
@@ -81,6 +82,7 @@ def test_links_and_fields_built_by_script_need_rendering(tmp_path, render):
     assert 'Built by script' in current_xml(out)[s.url('/')]
     r = counters['render']
     assert r['pages_rendered_total'] == 1 and r['browser_starts_total'] == 1
+    assert report['layers'][0]['render'] == r       # report.json's layer rows
     assert r['subrequests_fetched_total'] == 1
     assert r['subrequest_bytes_total'] == len(APP_JS)
     # Layer 1's two pages (no scripts): one task, one browser, a context each.
