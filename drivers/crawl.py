@@ -40,7 +40,7 @@ from drivers.parser_driver import ParserDriver
 from drivers.report import Report
 from drivers.runners import TASK_ENV_ARGS, local_runner_args
 from drivers.seeds import NO_CRAWL, NoSeeds, gather
-from jobs.lib import counters as C, media, urls
+from jobs.lib import counters as C, media, render, urls
 from jobs.lib.sites import entry_urls
 
 log = logging.getLogger('mrcrawl')
@@ -110,7 +110,7 @@ class Crawl:
         except OSError as e:
             raise CrawlError('cannot write the crawl output folder %s: %s' % (
                 self.out, e.strerror or e))
-        for line in media.tool_warnings(self.conf):
+        for line in media.tool_warnings(self.conf) + render.tool_warnings(self.conf):
             log.warning('%s', line)
         text = json.dumps(self.conf, indent=1, sort_keys=True)
         self.fs.write_text(self.path('conf.json'), text)

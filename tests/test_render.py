@@ -256,3 +256,17 @@ def test_a_crashed_browser_is_started_again_for_the_next_page(tmp_path):
     assert first['rendered'] and second['rendered']
     assert 'Built by script' in first['body']
     assert stats['browser_starts_total'] == 2 and stats['pages_rendered_total'] == 2
+
+
+def test_the_driver_says_once_when_no_browser_is_there(tmp_path):
+    """At the start of a crawl whose sites ask for rendering, the driver names the
+    missing browser once (jobs.lib.render.tool_warnings); nothing when no site renders
+    or the browser is there."""
+    from jobs.lib import render
+    missing = _conf(tmp_path, '127.0.0.4', True, 'render.browser=/nonexistent/chromium')
+    assert render.tool_warnings(missing) == [
+        'render: no browser at /nonexistent/chromium (render.browser): pages of render = '
+        'true sites are parsed as fetched (Debian: apt-get install chromium)']
+    assert render.tool_warnings(_conf(tmp_path, '127.0.0.4', True)) == []
+    assert render.tool_warnings(_conf(tmp_path, '127.0.0.4', False,
+                                      'render.browser=/nonexistent/chromium')) == []

@@ -28,6 +28,8 @@ again for the next page. Without Playwright or the browser, the task logs one wa
 and pages are parsed as fetched (counter ``render_failed_unavailable_total``).
 """
 import base64
+import importlib.util
+import os
 import queue
 import sys
 import threading
@@ -49,6 +51,21 @@ _PASSED_HEADERS = ('accept', 'referer')
 # that does not exist, loopback included: they fail instead of reaching the network.
 _LAUNCH_ARGS = ['--no-sandbox', '--proxy-server=socks5://127.0.0.1:9',
                 '--proxy-bypass-list=<-loopback>']
+
+
+def tool_warnings(conf):
+    """What the crawl's driver says once, at the start, when a site asks for rendering
+    and this machine has no browser (the tasks count the pages it costs)."""
+    if not any(spec.get('render') for spec in conf.get('sites') or ()):
+        return []
+    browser = conf['render']['browser']
+    if not os.access(browser, os.X_OK):
+        return ['render: no browser at %s (render.browser): pages of render = true sites '
+                'are parsed as fetched (Debian: apt-get install chromium)' % browser]
+    if importlib.util.find_spec('playwright') is None:
+        return ['render: no Playwright (pip install playwright): pages of render = true '
+                'sites are parsed as fetched']
+    return []
 
 
 class _Unavailable(Exception):
