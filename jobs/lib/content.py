@@ -120,6 +120,11 @@ def _virtual_bytes():
         return int(f.read().split()[0]) * os.sysconf('SC_PAGE_SIZE')
 
 
+def _max_fd():
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return limit if limit != resource.RLIM_INFINITY else 1 << 16
+
+
 def sandboxed(fn, args, seconds, memory_mb):
     """``fn(*args)`` in a forked child allowed *seconds* and *memory_mb* MB of address
     space beyond this process's; its JSON-able result, or ParserError('timeout' |
@@ -129,7 +134,11 @@ def sandboxed(fn, args, seconds, memory_mb):
     if pid == 0:                                   # the child: never returns
         status = 0
         try:
-            os.close(r)
+            # Only the pipe to the parent stays open: a child forked by one fetch thread
+            # must not hold another thread's pipe (that thread would wait for its EOF
+            # until this child ends) or any socket of the task.
+            os.closerange(3, w)
+            os.closerange(w + 1, _max_fd())
             # A parser that aborts here is an outcome the parent reports, not a crash
             # to dump on the task's stderr.
             faulthandler.disable()
