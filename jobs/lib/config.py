@@ -136,7 +136,9 @@ def _validate(conf):
                                                              conf[section][key]))
     for section, key in (('fetch', 'threads'), ('fetch', 'reducers'),
                          ('fetch', 'max_body_bytes'), ('filter', 'max_url_length'),
-                         ('hadoop', 'reducers')):
+                         ('hadoop', 'reducers'), ('media', 'max_bytes'),
+                         ('media', 'preview_size'), ('media', 'max_pixels'),
+                         ('media', 'preview_seconds'), ('media', 'preview_memory_mb')):
         if conf[section][key] < 1:
             raise ConfigError('%s.%s must be >= 1, got %r' % (section, key,
                                                              conf[section][key]))
