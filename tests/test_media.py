@@ -10,6 +10,7 @@ import os
 import threading
 import xml.etree.ElementTree as ET
 
+import pytest
 from lxml import etree
 from PIL import Image
 
@@ -34,7 +35,7 @@ def png(width=640, height=400, mode='RGB'):
 def keep(store, data, content_type, url='http://h/f'):
     """Keep *data* as a fetched resource: (its doc, the counters it added)."""
     doc = {'url': url, 'digest': R.digest(data), 'length': len(data),
-           'content_type': content_type}
+           'content_type': content_type, 'status': 'fetched'}
     spool = store.spool()
     spool.write(data)
     spool.close()
@@ -104,6 +105,10 @@ def test_hostile_or_unreadable_media_cost_their_preview_only(tmp_path):
     big, counts = keep(store, png(200, 100), 'image/png', 'http://h/big.png')
     assert 'preview' not in big and big['stored']
     assert counts[C.previews_failed('too_many_pixels')] == 1
+    # Far past the limit: Pillow's own bomb check refuses it while reading the header.
+    bomb, counts = keep(store, png(300, 100), 'image/png', 'http://h/bomb.png')
+    assert 'preview' not in bomb and \
+        counts['previews_failed_decompression_bomb_error_total'] == 1
     # Not an image at all.
     bad, counts = keep(store, b'<html>not an image at all</html>', 'image/jpeg')
     assert 'preview' not in bad and counts[C.previews_failed('UnidentifiedImageError')] == 1
@@ -117,6 +122,9 @@ def test_hostile_or_unreadable_media_cost_their_preview_only(tmp_path):
                 '#EXT-X-ENDLIST\n' % secret).encode()
     hls, counts = keep(store, playlist, 'video/mp4', 'http://h/list.mp4')
     assert 'preview' not in hls and counts[C.previews_failed('ffmpeg')] == 1
+    concat = ("ffconcat version 1.0\nfile '%s'\n" % secret).encode()
+    listed, counts = keep(store, concat, 'video/mp4', 'http://h/concat.mp4')
+    assert 'preview' not in listed and counts[C.previews_failed('ffmpeg')] == 1
     # Neither image nor video: stored, no preview.
     pdf, counts = keep(store, b'%PDF-1.4 ...', 'application/pdf')
     assert pdf['stored'] and counts[C.PREVIEWS_NONE_FOR_TYPE] == 1
@@ -130,6 +138,62 @@ class Lines(logging.Handler):
 
     def emit(self, record):
         self.lines.append(record.getMessage())
+
+
+def jpeg_turned(orientation, width=640, height=400):
+    """A JPEG stored sideways, with the EXIF Orientation that shows it upright."""
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    buf = io.BytesIO()
+    Image.new('RGB', (width, height), 'red').save(buf, 'JPEG', exif=exif.tobytes())
+    return buf.getvalue()
+
+
+def test_a_thumbnail_is_turned_by_its_exif_orientation(tmp_path):
+    store = open_store(tmp_path)
+    doc, counts = keep(store, jpeg_turned(6), 'image/jpeg')
+    with Image.open(tmp_path / 'crawl' / doc['preview']) as im:
+        assert im.size == (200, 320)           # 640x400 turned a quarter
+    assert (doc['width'], doc['height']) == (640, 400)    # the stored file's own pixels
+    store.close()
+
+
+def test_a_preview_another_task_made_is_named_not_made_again(tmp_path):
+    data = png()
+    first = open_store(tmp_path)
+    made, _ = keep(first, data, 'image/png')
+    first.close()
+    second = open_store(tmp_path)     # another task: its own memory of digests
+    again, counts = keep(second, data, 'image/png', 'http://other/p.png')
+    assert {k: again[k] for k in ('stored', 'preview', 'width', 'height')} == {
+        k: made[k] for k in ('stored', 'preview', 'width', 'height')}
+    assert counts == {C.MEDIA_ALREADY_STORED: 1, C.PREVIEWS_REUSED: 1}
+    second.close()
+
+
+def test_a_spool_that_cannot_be_written_costs_the_stored_copy_only(tmp_path):
+    store = open_store(tmp_path)
+    blocker = tmp_path / 'not-a-folder'
+    blocker.write_text('x')
+    store.tmp = str(blocker)            # the spool folder cannot be made: a full disk
+    spool = store.spool()
+    spool.write(b'bytes')               # never raises
+    spool.close()
+    doc = {'url': 'http://h/a.png', 'digest': R.digest(b'bytes'), 'length': 5,
+           'content_type': 'image/png', 'status': 'fetched'}
+    counts = collections.Counter()
+    store.keep(doc, spool.name, lambda name, n=1: counts.update({name: n}))
+    assert counts == {C.MEDIA_STORE_FAILED: 1} and 'stored' not in doc
+    # A resource whose fetch failed after its first bytes: its spool goes, nothing counted.
+    store.tmp = None
+    spool = store.spool()
+    spool.write(b'part')
+    spool.close()
+    failed = dict(doc, status='network_error')
+    store.keep(failed, spool.name, lambda name, n=1: counts.update({name: n}))
+    assert not os.path.exists(spool.name) and 'stored' not in failed
+    assert counts == {C.MEDIA_STORE_FAILED: 1}
+    store.close()
 
 
 def test_without_ffmpeg_videos_get_no_preview_and_say_so_once(tmp_path):
@@ -234,3 +298,11 @@ def test_a_rule_without_max_bytes_reads_media_max_bytes(tmp_path):
         conf = sites.resolve(test_conf('parse.sites=%s' % json.dumps([str(toml)]), *sets))
         res = conf['sites'][0]['resources']
         assert (res['image']['max_bytes'], res['video']['max_bytes']) == (expected, 99)
+
+
+def test_media_settings_out_of_range_are_errors():
+    from jobs.lib.config import ConfigError
+    for setting in ('media.max_bytes=0', 'media.preview_size=0', 'media.max_pixels=-1',
+                    'media.preview_seconds=0', 'media.preview_memory_mb=0'):
+        with pytest.raises(ConfigError, match=setting.split('=')[0]):
+            test_conf(setting)

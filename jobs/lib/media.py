@@ -28,7 +28,7 @@ import tempfile
 import threading
 import uuid
 
-from jobs.lib import content, counters as C
+from jobs.lib import content, counters as C, records as R
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +67,24 @@ def tool_warnings(conf):
     return []
 
 
+#: EXIF Orientation -> the turn that shows the image upright (Pillow's exif_transpose).
+_TURNS = {2: 0, 3: 3, 4: 1, 5: 5, 6: 4, 7: 6, 8: 2}
+
+
 def image_preview(src, dst, size, max_pixels):
     """Pillow: a JPEG thumbnail of image *src* at *dst*; (width, height) of *src*."""
-    from PIL import Image, ImageOps
+    from PIL import Image
     Image.MAX_IMAGE_PIXELS = max_pixels    # Pillow refuses what is far beyond it
     with Image.open(src) as im:
         width, height = im.size
         if width * height > max_pixels:
             raise content.ParserError('too_many_pixels')
+        orientation = im.getexif().get(0x0112)   # EXIF Orientation, from the header
         im.draft('RGB', (size, size))      # JPEG: decode at a reduced scale
-        thumb = ImageOps.exif_transpose(im)
-        thumb.thumbnail((size, size))
+        im.thumbnail((size, size))         # in place: never a full-size copy
+        thumb = im
+        if orientation in _TURNS:          # turned as ImageOps.exif_transpose would
+            thumb = im.transpose(Image.Transpose(_TURNS[orientation]))
         if thumb.mode in ('RGBA', 'LA', 'P'):
             thumb = thumb.convert('RGBA')
             flat = Image.new('RGB', thumb.size, 'white')
@@ -91,6 +98,44 @@ def image_preview(src, dst, size, max_pixels):
 
 #: What a stored file's record says of it.
 _NAMES = ('stored', 'preview', 'width', 'height')
+
+
+def _remove(path):
+    """Remove *path* if it is there (an interrupted task may have removed its folder)."""
+    try:
+        os.remove(path)
+    except FileNotFoundError:
+        pass
+
+
+class _Spool:
+    """A resource's bytes on their way to the store: a temporary file, or nothing once a
+    write failed (logged once; the resource's fetch goes on)."""
+
+    def __init__(self, file, error=None):
+        self.file = file
+        self.name = file.name if file is not None else ''
+        if error is not None:
+            log.warning('media spool: %s: %s', type(error).__name__, error)
+
+    def write(self, chunk):
+        if self.file is None:
+            return
+        try:
+            self.file.write(chunk)
+        except OSError as e:
+            log.warning('media spool: %s: %s', type(e).__name__, e)
+            self.close()
+            _remove(self.name)
+            self.file = None
+
+    def close(self):
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError:
+                _remove(self.name)
+                self.file = None
 
 
 class _Flight:
@@ -116,7 +161,6 @@ class Media:
         if self.previews:
             # Imported here, once: each thumbnail's forked child inherits Pillow and its
             # format plug-ins instead of importing them again (most of its time).
-            importlib.import_module('PIL.ImageOps')
             importlib.import_module('PIL.Image').init()
         self.ffmpeg_name = m['ffmpeg']
         self.ffmpeg = ffmpeg_path(conf) if self.previews else None
@@ -131,11 +175,18 @@ class Media:
         self.flights = {}     # digest -> _Flight: this task's work on those bytes
 
     def spool(self):
-        """A file to write a resource's bytes into while it is read (binary, open)."""
-        with self.lock:
-            if self.tmp is None:
-                self.tmp = tempfile.mkdtemp(prefix='mrcrawl-media-')
-        return tempfile.NamedTemporaryFile(dir=self.tmp, delete=False)
+        """Where a resource's bytes go while it is read: a :class:`_Spool`, whose write
+        and close never raise (a full disk costs the stored copy, not the fetch)."""
+        try:
+            with self.lock:
+                if self.tmp is None:
+                    # In a YARN container its working directory, which YARN removes with
+                    # it even when the attempt is killed; else the system's.
+                    self.tmp = tempfile.mkdtemp(prefix='mrcrawl-media-',
+                                                dir='.' if self.webhdfs else None)
+            return _Spool(tempfile.NamedTemporaryFile(dir=self.tmp, delete=False))
+        except OSError as e:
+            return _Spool(None, e)
 
     def keep(self, doc, spooled, count):
         """Store the bytes in *spooled* (a closed :meth:`spool` file) under *doc*'s
@@ -145,13 +196,20 @@ class Media:
         One thread does a digest's work; the task's others with the same bytes (a logo
         every page of a site names, fetched under each host's URL at once) wait for it
         and take its names."""
+        if doc['status'] != R.FETCH_FETCHED or not os.path.exists(spooled):
+            # A fetch that failed after its first bytes, or a spool that could not be
+            # written (its _Spool logged why): nothing to store.
+            _remove(spooled)
+            if doc['status'] == R.FETCH_FETCHED:
+                count(C.MEDIA_STORE_FAILED)
+            return
         with self.lock:
             flight = self.flights.get(doc['digest'])
             first = flight is None
             if first:
                 flight = self.flights[doc['digest']] = _Flight()
         if not first and flight.done.wait(self.seconds + 60) and flight.names is not None:
-            os.remove(spooled)
+            _remove(spooled)
             doc.update(flight.names)
             count(C.MEDIA_ALREADY_STORED)
             if 'preview' in flight.names:
@@ -174,13 +232,19 @@ class Media:
                 count(C.MEDIA_STORED)
                 count(C.MEDIA_STORED_BYTES, doc['length'])
             doc['stored'] = name
-            if self.previews:
-                self._preview(doc, spooled, name, count)
         except Exception as e:    # a store that fails costs the bytes, not the fetch
             count(C.MEDIA_STORE_FAILED)
             log.warning('media store: %s: %s: %s', doc['url'], type(e).__name__, e)
+            _remove(spooled)
+            return
+        try:
+            if self.previews:
+                self._preview(doc, spooled, name, count)
+        except Exception as e:    # the bytes are stored; only the preview is lost
+            count(C.previews_failed(type(e).__name__))
+            log.warning('media preview: %s: %s: %s', doc['url'], type(e).__name__, e)
         finally:
-            os.remove(spooled)
+            _remove(spooled)
 
     def close(self):
         """Remove the spool folder (a resource whose fetch failed mid-way left its file
@@ -211,8 +275,7 @@ class Media:
                 doc['preview'] = preview
                 count(C.PREVIEWS_MADE)
         finally:
-            if os.path.exists(dst):
-                os.remove(dst)
+            _remove(dst)
 
     def _image(self, doc, src, dst, count):
         """Thumbnail *src* into *dst* (None: measure only); True when made."""
@@ -301,10 +364,13 @@ class Media:
 
     @staticmethod
     def _hdfs_rename(hdfs, tmp, path):
-        """WebHDFS rename; False when *path* exists already (another task's copy)."""
+        """WebHDFS rename; False when *path* exists already (another task's copy). Any
+        other failure (permissions, safe mode) raises: nothing was stored."""
         from hdfs.util import HdfsError
         try:
             hdfs.rename(tmp, path)
             return True
         except HdfsError:
+            if hdfs.status(path, strict=False) is None:
+                raise
             return False
