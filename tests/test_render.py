@@ -85,7 +85,7 @@ def test_links_and_fields_built_by_script_need_rendering(tmp_path, render):
     assert report['layers'][0]['render'] == r       # report.json's layer rows
     assert r['subrequests_fetched_total'] == 1
     assert r['subrequest_bytes_total'] == len(APP_JS)
-    # Layer 1's two pages (no scripts): one task, one browser, a context each.
+    # Layer 1's two pages (no scripts): one task, one browser, a page each.
     assert _counters(out, '001')['render'] == {'pages_rendered_total': 2,
                                                'browser_starts_total': 1}
     from jobs.lib import warcfile

@@ -130,7 +130,8 @@ def _validate(conf):
     for section, key in (('politeness', 'delay'), ('politeness', 'max_crawl_delay'),
                          ('fetch', 'connect_timeout'), ('fetch', 'read_timeout'),
                          ('fetch', 'max_request_seconds'), ('render', 'max_seconds'),
-                         ('render', 'max_requests'), ('render', 'max_bytes')):
+                         ('render', 'max_requests'), ('render', 'max_bytes'),
+                         ('render', 'idle_seconds')):
         if conf[section][key] < 0:
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))

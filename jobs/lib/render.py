@@ -3,10 +3,12 @@
 The fetch job wraps each key's fetch in :meth:`Renderer.each`: a fetched HTML page of
 such a site is loaded in the browser and its rendered DOM replaces ``doc['body']`` for
 the parse (``doc['rendered'] = True``); the WARC keeps the bytes as received
-(``warc_body``). One :class:`Renderer` per fetch task owns one thread, which starts
-Playwright and the browser (``render.browser``) on the first page and renders one page
-at a time, each in a new browser context; Playwright's sync API must stay on one thread,
-and the host threads submit a page and wait.
+(``warc_body``). One :class:`Renderer` per fetch task owns one thread running an
+asyncio loop, which starts Playwright and the browser (``render.browser``) on the first
+page and renders the pages the host threads hand it at once, each in a new page of
+its politeness key's browser context (one per key, kept for the task); a host thread
+waits for its page. The browser's requests are fetched in a
+pool of threads, since each may wait its key's turn, and the loop never waits.
 
 The browser never touches the network itself: every request it makes goes through the
 route handler. The page's document is fulfilled from the body already fetched; every
@@ -14,26 +16,29 @@ other request (script, XHR, style sheet, image, frame) is fetched here, under th
 of a crawl request, or aborted with a counted reason:
 
 - GET and http(s) only; the page's budget: ``render.max_requests`` requests,
-  ``render.max_bytes`` body bytes, the load within ``render.max_seconds``;
+  ``render.max_bytes`` body bytes, the load within ``render.max_seconds``; the DOM is
+  taken when no request has been open for ``render.idle_seconds`` after the load event;
 - the address policy (jobs.lib.netpolicy, through the resolver and the key's
   KeySession), then robots.txt (the task's shared cache);
 - politeness: a request to the page's own key waits its turn on that key's Slot, so
-  the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile, so
-  nothing else uses its fetcher); a request to another key goes through a fetcher of
-  that key the renderer makes once per task (its own Slot at that key's delay), unless
-  a thread of the task is fetching that key at that moment (aborted: ``key_busy``).
+  the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile,
+  and a fetcher's requests go one at a time); a request to another key goes through
+  a fetcher of that key the renderer makes once per task (its own Slot at its
+  delay), unless a thread of the task is fetching that key at that moment (aborted:
+  ``key_busy``).
 
 A render that fails (time, crash) leaves the fetched body; a crashed browser is started
 again for the next page. Without Playwright or the browser, the task logs one warning
 and pages are parsed as fetched (counter ``render_failed_unavailable_total``).
 """
+import asyncio
 import base64
 import importlib.util
 import os
-import queue
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from jobs.lib import counters as C, encoding, httpio, politeness, records as R, urls
 from jobs.lib.fetcher import HostFetcher
@@ -82,6 +87,31 @@ class _Job:
         self.done = threading.Event()
 
 
+class _Asked:
+    """What the route handler hands the pool of one of the browser's requests."""
+
+    def __init__(self, url, method, headers):
+        self.url, self.method, self.headers = url, method, headers
+
+
+class _Activity:
+    """A page's open requests, and when the last one opened or closed."""
+
+    def __init__(self):
+        self.open, self.last = 0, time.monotonic()
+
+    def opened(self):
+        self.open += 1
+        self.last = time.monotonic()
+
+    def closed(self):
+        self.open -= 1
+        self.last = time.monotonic()
+
+    def idle_for(self, seconds):
+        return self.open == 0 and time.monotonic() - self.last >= seconds
+
+
 class _Budget:
     """One page's allowance of sub-requests."""
 
@@ -113,8 +143,13 @@ class Renderer:
         self.warn = warn or sys.stderr.buffer.write
         self.stats = {}
         self._lock = threading.Lock()
-        self._queue = queue.Queue()
+        self._ready = threading.Event()     # the loop runs: _loop, _stop are set
+        self._loop = self._stop = None
         self._thread = None
+        # Sub-requests wait their key's turn: threads, so that the loop never blocks.
+        self._pool = ThreadPoolExecutor(conf['fetch']['threads'],
+                                        thread_name_prefix='render-fetch')
+        self._fetcher_locks = {}
         self._busy = {}      # politeness key -> its threads fetching now
         self._closed = self._unavailable = False
         # The render thread's own: Playwright, the browser, other keys' fetchers.
@@ -154,12 +189,13 @@ class Renderer:
         with self._lock:
             if self._unavailable or self._closed:
                 job.error = 'unavailable' if self._unavailable else 'cancelled'
-            else:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._serve, name='render',
-                                                    daemon=True)
-                    self._thread.start()
-                self._queue.put(job)
+            elif self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name='render',
+                                                daemon=True)
+                self._thread.start()
+        if job.error is None:
+            self._ready.wait()
+            self._loop.call_soon_threadsafe(self._begin, job)
         while job.error is None and not job.done.wait(1.0):
             if not self._thread.is_alive():    # never expected: do not wait forever
                 job.error = 'crash'
@@ -174,40 +210,56 @@ class Renderer:
         self._stat(C.PAGES_RENDERED)
 
     def close(self, count=None):
-        """Stop the render thread and its browser; pages still queued keep their fetched
-        body. *count(name, n)* gets the counters."""
+        """Stop the render thread and its browser; pages being rendered keep their
+        fetched body. *count(name, n)* gets the counters."""
         with self._lock:
             self._closed = True
             thread = self._thread
-            while True:
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                job.error = 'cancelled'
-                job.done.set()
-            self._queue.put(None)
         if thread is not None:
+            self._ready.wait()
+            self._loop.call_soon_threadsafe(self._stop.set)
             thread.join(self.settings['max_seconds'] + 10.0)
         for name, n in sorted(self.stats.items()) if count else ():
             count(name, n)
 
-    # -- the render thread -----------------------------------------------------------
+    # -- the render thread: an asyncio loop, one task per page -------------------------
 
     def _serve(self):
-        while True:
-            job = self._queue.get()
-            if job is None:
-                break
-            try:
-                job.html = self._render_one(job)
-            except _Unavailable:
-                job.error = 'unavailable'
-            except Exception as e:   # a page that fails costs its render, not the task
-                job.error = self._failure(e)
-            finally:
-                job.done.set()
-        self._shutdown()
+        asyncio.run(self._main())
+
+    async def _main(self):
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._launching, self._tasks, self._contexts = asyncio.Lock(), set(), {}
+        self._ready.set()
+        await self._stop.wait()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=10.0)
+        await self._shutdown()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _begin(self, job):
+        """Start rendering *job* (in the loop), or refuse it once closing."""
+        if self._stop.is_set():
+            job.error = 'cancelled'
+            job.done.set()
+            return
+        task = asyncio.ensure_future(self._run(job))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, job):
+        try:
+            job.html = await self._render_one(job)
+        except _Unavailable:
+            job.error = 'unavailable'
+        except asyncio.CancelledError:
+            job.error = 'cancelled'
+        except Exception as e:   # a page that fails costs its render, not the task
+            job.error = self._failure(e)
+        finally:
+            job.done.set()
 
     def _failure(self, exc):
         """The reason of a failed render; a crashed browser is dropped (next page: a new
@@ -223,79 +275,104 @@ class Renderer:
         except Exception:    # Playwright's driver is gone too
             return False
 
-    def _launch(self):
-        if self._browser is not None and not self._connected():
-            self._browser = None     # it crashed since the last page: start another
-        if self._browser is not None:
+    async def _launch(self):
+        """The task's browser, started on the first page (and again after a crash)."""
+        async with self._launching:
+            if self._browser is not None and not self._connected():
+                self._browser = None     # it crashed since the last page: start another
+            if self._browser is not None:
+                return self._browser
+            try:
+                if self._pw is None:
+                    from playwright.async_api import async_playwright
+                    self._pw = await async_playwright().start()
+                self._browser = await self._pw.chromium.launch(
+                    executable_path=self.settings['browser'], args=_LAUNCH_ARGS,
+                    timeout=self.settings['max_seconds'] * 1000)
+            except Exception as e:   # ImportError, no browser, one that cannot start
+                with self._lock:
+                    self._unavailable = True
+                why = (str(e).strip().splitlines() or [''])[0]
+                self.warn(('WARNING render: no browser (%s: %s); the pages of render = '
+                           'true sites are parsed as fetched\n'
+                           % (type(e).__name__, why)).encode())
+                self._stat(C.BROWSER_UNAVAILABLE)
+                raise _Unavailable() from e
+            self._stat(C.BROWSER_STARTS)
             return self._browser
-        try:
-            if self._pw is None:
-                from playwright.sync_api import sync_playwright
-                self._pw = sync_playwright().start()
-            self._browser = self._pw.chromium.launch(
-                executable_path=self.settings['browser'], args=_LAUNCH_ARGS,
-                timeout=self.settings['max_seconds'] * 1000)
-        except Exception as e:   # ImportError, no browser, a browser that cannot start
-            with self._lock:
-                self._unavailable = True
-            why = (str(e).strip().splitlines() or [''])[0]
-            self.warn(('WARNING render: no browser (%s: %s); the pages of render = true '
-                       'sites are parsed as fetched\n' % (type(e).__name__, why)).encode())
-            self._stat(C.BROWSER_UNAVAILABLE)
-            raise _Unavailable() from e
-        self._stat(C.BROWSER_STARTS)
-        return self._browser
 
-    def _render_one(self, job):
+    async def _page(self, job):
+        """A new page in the browser context of the job's politeness key: one context a
+        key, kept for the task, so that the key's pages share what a browser shares
+        within a site (its renderer process, the cache of its scripts) and no two keys
+        share anything. A browser that died since the last page (its news can come
+        late) is started again, once."""
         try:
-            context = self._launch().new_context(user_agent=job.hf.user_agent,
-                                                 service_workers='block')
+            return await self._new_page(job)
         except _Unavailable:
             raise
-        except Exception:   # it died since the last page (its news comes late): again
+        except Exception:
             self._browser = None
-            context = self._launch().new_context(user_agent=job.hf.user_agent,
-                                                 service_workers='block')
-        budget = _Budget(self.settings)
+            return await self._new_page(job)
+
+    async def _new_page(self, job):
+        browser = await self._launch()
+        held = self._contexts.get(job.hf.key)
+        if held is None or held[0] is not browser:
+            context = await browser.new_context(user_agent=job.hf.user_agent,
+                                                service_workers='block')
+            held = self._contexts[job.hf.key] = (browser, context)
+        return await held[1].new_page()
+
+    async def _render_one(self, job):
+        page = await self._page(job)
+        budget, activity = _Budget(self.settings), _Activity()
         try:
-            page = context.new_page()
             served = []
-            page.route('**/*', lambda route: self._route(route, job, budget, page, served))
-            page.goto(job.doc['final_url'], wait_until='load',
-                      timeout=self.settings['max_seconds'] * 1000)
-            left = budget.deadline - time.monotonic()
-            if left > 0:
-                try:   # scripts that load more after the load event: wait while in time
-                    page.wait_for_load_state('networkidle', timeout=left * 1000)
-                except Exception as e:
-                    if type(e).__name__ != 'TimeoutError':
-                        raise
-            return page.content()
+
+            async def route(r):
+                await self._route(r, job, budget, page, served, activity)
+            await page.route('**/*', route)
+            await page.goto(job.doc['final_url'], wait_until='load',
+                            timeout=self.settings['max_seconds'] * 1000)
+            # Scripts that load more after the load event: every request goes through
+            # _route, so the page is done when none is open and none started for
+            # render.idle_seconds (or its time is up).
+            idle = self.settings['idle_seconds']
+            while time.monotonic() < budget.deadline and not activity.idle_for(idle):
+                await asyncio.sleep(0.02)
+            return await page.content()
         finally:
             try:
-                context.close()
-            except Exception:     # a crashed browser: its contexts are gone already
+                await page.close()
+            except Exception:     # a crashed browser: its pages are gone already
                 pass
 
-    def _route(self, route, job, budget, page, served):
-        """Route handler (render thread): the page's document from the fetched body, any
-        other request fetched here or aborted."""
+    async def _route(self, route, job, budget, page, served, activity):
+        """Route handler (the loop): the page's document from the fetched body, any
+        other request fetched in the pool (it may wait its key's turn) or aborted."""
         req = route.request
+        activity.opened()
         try:
             if req.is_navigation_request() and req.frame == page.main_frame:
                 if served:         # the page navigating away: not followed here
                     self._stat(C.per('subrequests_aborted', 'navigation'))
-                    return route.abort('blockedbyclient')
+                    return await route.abort('blockedbyclient')
                 served.append(True)
-                return route.fulfill(status=200, body=job.doc['body'].encode('utf-8'),
-                                     headers={'content-type': 'text/html; charset=utf-8'})
-            got = self._sub_request(req, job.hf, budget)
+                return await route.fulfill(
+                    status=200, body=job.doc['body'].encode('utf-8'),
+                    headers={'content-type': 'text/html; charset=utf-8'})
+            asked = _Asked(req.url, req.method, await req.all_headers())
+            got = await self._loop.run_in_executor(
+                self._pool, self._sub_request, asked, job.hf, budget)
             if isinstance(got, str):
                 self._stat(C.per('subrequests_aborted', got))
-                return route.abort('blockedbyclient')
-            return route.fulfill(status=got[0], headers=got[1], body=got[2])
+                return await route.abort('blockedbyclient')
+            return await route.fulfill(status=got[0], headers=got[1], body=got[2])
         except Exception:   # the page closed meanwhile (its time ran out): nothing to answer
             return None
+        finally:
+            activity.closed()
 
     def _sub_request(self, req, hf, budget):
         """(status, headers, body) of one of the browser's requests, or why not."""
@@ -325,10 +402,12 @@ class Renderer:
             rules = f._rules_for(url)
             if rules is not None and not rules.allowed(url):
                 return 'robots'
-            over = budget.over()       # only requests that would go out spend it
+            with self._lock:           # a page's requests run at once in the pool
+                over = budget.over()   # only requests that would go out spend it
+                if over is None:
+                    budget.requests -= 1
             if over is not None:
                 return 'over_budget_' + over
-            budget.requests -= 1
             headers = {k: v for k, v in req.headers.items() if k.lower() in _PASSED_HEADERS}
             return self._fetch(f, url, headers, budget)
         except OutOfBudget:
@@ -338,7 +417,17 @@ class Renderer:
                 else 'time_limit'
 
     def _fetch(self, f, url, headers, budget):
-        """GET *url* through fetcher *f*: its turn, its session, the page's budget."""
+        """GET *url* through fetcher *f*: its turn, its session, the page's budget. One
+        request of a fetcher at a time (the browser asks for several at once): one
+        connection per key, the delay between them."""
+        with self._fetcher_lock(f):
+            return self._fetch_now(f, url, headers, budget)
+
+    def _fetcher_lock(self, f):
+        with self._lock:
+            return self._fetcher_locks.setdefault(id(f), threading.Lock())
+
+    def _fetch_now(self, f, url, headers, budget):
         f.slot.wait_turn()
         if time.monotonic() >= budget.deadline:
             return 'over_budget_seconds'
@@ -359,7 +448,8 @@ class Renderer:
             if entry is not None:
                 f.http.disarm(entry, deadline)
             f.slot.done_request()
-        budget.bytes -= len(body)
+        with self._lock:
+            budget.bytes -= len(body)
         self._stat(C.SUBREQUEST_BYTES, len(body))
         if truncated:
             return 'over_budget_bytes'
@@ -369,23 +459,24 @@ class Renderer:
 
     def _other(self, url, key):
         """The task's fetcher of *url*'s politeness key *key* (not the page's), made once."""
-        f = self._others.get(key)
-        if f is None:
-            f = HostFetcher(self.conf, self.robots_cache, self.resolver,
-                            delay=self.delays(url))
-            f.key = key
-            f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot)
-            self._others[key] = f
+        with self._lock:
+            f = self._others.get(key)
+            if f is None:
+                f = HostFetcher(self.conf, self.robots_cache, self.resolver,
+                                delay=self.delays(url))
+                f.key = key
+                f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot)
+                self._others[key] = f
         return f
 
-    def _shutdown(self):
+    async def _shutdown(self):
         for f in self._others.values():
             f.http.close()
             self._stat(C.SUBREQUEST_ROBOTS_FETCHED, f.robots_fetches)
         for stop in (self._browser and self._browser.close, self._pw and self._pw.stop):
             try:
                 if stop:
-                    stop()
+                    await stop()
             except Exception:   # already gone (a crash): nothing left to close
                 pass
         self._browser = self._pw = None
