@@ -9,7 +9,7 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-refresh
+.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
@@ -32,6 +32,10 @@ bench-refresh: bench-deps  ## A crawl cycle's refresh cost: 1 % of the cpu4x web
 
 bench-media: bench-deps  ## Media store + thumbnails vs Scrapy's ImagesPipeline on a gallery web
 	$(BENCH_PY) bench/media.py
+
+bench-render: bench-deps  ## Rendered pages vs Scrapy with scrapy-playwright (Debian's Chromium)
+	$(BENCH_PY) -m pip install --quiet scrapy-playwright
+	$(BENCH_PY) bench/render.py
 
 bench-overhead: $(STAMP)  ## Fixed cost of one job, local vs inline runner, with profiles
 	mkdir -p bench/results

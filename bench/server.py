@@ -40,7 +40,7 @@ http {{
     fastcgi_temp_path {work}/tmp/fastcgi;
     uwsgi_temp_path {work}/tmp/uwsgi;
     scgi_temp_path {work}/tmp/scgi;
-    types {{ text/html html; text/plain txt; application/xml xml; image/jpeg jpg; }}
+    types {{ text/html html; text/plain txt; application/xml xml; image/jpeg jpg; application/javascript js; }}
     default_type application/octet-stream;
     sendfile on;
     tcp_nopush on;
