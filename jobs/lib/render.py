@@ -12,20 +12,10 @@ pool of threads, since each may wait its key's turn, and the loop never waits.
 
 The browser never touches the network itself: every request it makes goes through the
 route handler. The page's document is fulfilled from the body already fetched; every
-other request (script, XHR, style sheet, image, frame) is fetched here, under the rules
-of a crawl request, or aborted with a counted reason:
-
-- GET and http(s) only; the page's budget: ``render.max_requests`` requests,
-  ``render.max_bytes`` body bytes, the load within ``render.max_seconds``; the DOM is
-  taken when no request has been open for ``render.idle_seconds`` after the load event;
-- the address policy (jobs.lib.netpolicy, through the resolver and the key's
-  KeySession), then robots.txt (the task's shared cache);
-- politeness: a request to the page's own key waits its turn on that key's Slot, so
-  the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile,
-  and a fetcher's requests go one at a time); a request to another key goes through
-  a fetcher of that key the renderer makes once per task (its own Slot at its
-  delay), unless a thread of the task is fetching that key at that moment (aborted:
-  ``key_busy``).
+other request (script, XHR, style sheet, image, frame) is fetched by
+jobs.lib.subrequest, under the rules of a crawl request and the page's budget, or
+aborted with a counted reason. The DOM is taken when no request has been open for
+``render.idle_seconds`` after the load event.
 
 A render that fails (time, crash) leaves the fetched body; a crashed browser is started
 again for the next page. Without Playwright or the browser, the task logs one warning
@@ -40,18 +30,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from jobs.lib import counters as C, encoding, httpio, politeness, records as R, urls
-from jobs.lib.fetcher import HostFetcher
-from jobs.lib.httpio import NETWORK_ERRORS
-from jobs.lib.netpolicy import Blocked
-from jobs.lib.politeness import OutOfBudget, TimeLimit
+from jobs.lib import counters as C, encoding, records as R
 from jobs.lib.sites import SiteIndex
+from jobs.lib.subrequest import Asked, Budget, SubRequests
 
-#: Headers that describe the bytes on the wire, not the decoded body handed over.
-_WIRE_HEADERS = frozenset(('content-encoding', 'content-length', 'transfer-encoding',
-                           'connection', 'keep-alive'))
-#: Request headers of the browser passed on (the session sends our own User-Agent).
-_PASSED_HEADERS = ('accept', 'referer')
 # Requests the route handler does not see (WebSockets, a DNS prefetch) go to a proxy
 # that does not exist, loopback included: they fail instead of reaching the network.
 _LAUNCH_ARGS = ['--no-sandbox', '--proxy-server=socks5://127.0.0.1:9',
@@ -87,13 +69,6 @@ class _Job:
         self.done = threading.Event()
 
 
-class _Asked:
-    """What the route handler hands the pool of one of the browser's requests."""
-
-    def __init__(self, url, method, headers):
-        self.url, self.method, self.headers = url, method, headers
-
-
 class _Activity:
     """A page's open requests, and when the last one opened or closed."""
 
@@ -112,23 +87,6 @@ class _Activity:
         return self.open == 0 and time.monotonic() - self.last >= seconds
 
 
-class _Budget:
-    """One page's allowance of sub-requests."""
-
-    def __init__(self, settings):
-        self.requests = settings['max_requests']
-        self.bytes = settings['max_bytes']
-        self.deadline = time.monotonic() + settings['max_seconds']
-
-    def over(self):
-        """The budget's part that is spent ('seconds', 'requests', 'bytes'), or None."""
-        if time.monotonic() >= self.deadline:
-            return 'seconds'
-        if self.requests <= 0:
-            return 'requests'
-        return 'bytes' if self.bytes <= 0 else None
-
-
 class Renderer:
     """A fetch task's browser. *robots_cache* and *resolver* are the task's; *warn*
     writes a line (bytes) to the task's log: MRJob.stderr, Hadoop's task stderr."""
@@ -138,8 +96,7 @@ class Renderer:
         self.settings = conf['render']
         specs = conf.get('sites') or ()
         self.sites = SiteIndex(specs) if any(s.get('render') for s in specs) else None
-        self.robots_cache, self.resolver = robots_cache, resolver
-        self.delays = politeness.SiteDelays(conf)
+        self.requests = SubRequests(conf, robots_cache, resolver, self._stat)
         self.warn = warn or sys.stderr.buffer.write
         self.stats = {}
         self._lock = threading.Lock()
@@ -149,12 +106,9 @@ class Renderer:
         # Sub-requests wait their key's turn: threads, so that the loop never blocks.
         self._pool = ThreadPoolExecutor(conf['fetch']['threads'],
                                         thread_name_prefix='render-fetch')
-        self._fetcher_locks = {}
-        self._busy = {}      # politeness key -> its threads fetching now
         self._closed = self._unavailable = False
-        # The render thread's own: Playwright, the browser, other keys' fetchers.
+        # The render thread's own: Playwright and the browser.
         self._pw = self._browser = None
-        self._others = {}
 
     def _stat(self, name, n=1):
         with self._lock:
@@ -163,16 +117,14 @@ class Renderer:
     def each(self, hf, items, layer, key, *rest):
         """``hf.fetch(items, layer, key, *rest)``'s docs, each rendered first when its
         site asks for it."""
-        with self._lock:
-            self._busy[key] = self._busy.get(key, 0) + 1
+        self.requests.busy(key, 1)
         try:
             for doc in hf.fetch(items, layer, key, *rest):
                 if self.wants(doc):
                     self.render(doc, hf)
                 yield doc
         finally:
-            with self._lock:
-                self._busy[key] -= 1
+            self.requests.busy(key, -1)
 
     def wants(self, doc):
         """Is *doc* a fetched HTML page of a site with ``render = true``?"""
@@ -326,7 +278,7 @@ class Renderer:
 
     async def _render_one(self, job):
         page = await self._page(job)
-        budget, activity = _Budget(self.settings), _Activity()
+        budget, activity = Budget(self.settings), _Activity()
         try:
             served = []
 
@@ -362,9 +314,9 @@ class Renderer:
                 return await route.fulfill(
                     status=200, body=job.doc['body'].encode('utf-8'),
                     headers={'content-type': 'text/html; charset=utf-8'})
-            asked = _Asked(req.url, req.method, await req.all_headers())
+            asked = Asked(req.url, req.method, await req.all_headers())
             got = await self._loop.run_in_executor(
-                self._pool, self._sub_request, asked, job.hf, budget)
+                self._pool, self.requests.fetch, asked, job.hf, budget)
             if isinstance(got, str):
                 self._stat(C.per('subrequests_aborted', got))
                 return await route.abort('blockedbyclient')
@@ -374,105 +326,8 @@ class Renderer:
         finally:
             activity.closed()
 
-    def _sub_request(self, req, hf, budget):
-        """(status, headers, body) of one of the browser's requests, or why not."""
-        url = urls.normalize(req.url) if req.url.startswith(('http:', 'https:')) else None
-        if url is None:
-            return 'scheme'
-        if req.method != 'GET':
-            return 'method'
-        try:
-            self.resolver.resolve(urls.hostname(url), 443 if url.startswith('https:') else 80)
-        except Blocked:
-            return 'private_address'
-        except (OSError, UnicodeError):
-            return 'dns'
-        f = hf
-        if not hf.same_key(url):
-            key = politeness.politeness_key(url, self.conf['politeness']['key'],
-                                            self.resolver)
-            with self._lock:
-                if self._busy.get(key):
-                    # A thread of the task is fetching that key: a second fetcher
-                    # would not keep its delay from that thread's requests.
-                    return 'key_busy'
-            f = self._other(url, key)
-            self._stat(C.SUBREQUESTS_OTHER_KEY)
-        try:
-            rules = f._rules_for(url)
-            if rules is not None and not rules.allowed(url):
-                return 'robots'
-            with self._lock:           # a page's requests run at once in the pool
-                over = budget.over()   # only requests that would go out spend it
-                if over is None:
-                    budget.requests -= 1
-            if over is not None:
-                return 'over_budget_' + over
-            headers = {k: v for k, v in req.headers.items() if k.lower() in _PASSED_HEADERS}
-            return self._fetch(f, url, headers, budget)
-        except OutOfBudget:
-            return 'time_budget'
-        except TimeLimit:
-            return 'over_budget_seconds' if time.monotonic() >= budget.deadline \
-                else 'time_limit'
-
-    def _fetch(self, f, url, headers, budget):
-        """GET *url* through fetcher *f*: its turn, its session, the page's budget. One
-        request of a fetcher at a time (the browser asks for several at once): one
-        connection per key, the delay between them."""
-        with self._fetcher_lock(f):
-            return self._fetch_now(f, url, headers, budget)
-
-    def _fetcher_lock(self, f):
-        with self._lock:
-            return self._fetcher_locks.setdefault(id(f), threading.Lock())
-
-    def _fetch_now(self, f, url, headers, budget):
-        f.slot.wait_turn()
-        if time.monotonic() >= budget.deadline:
-            return 'over_budget_seconds'
-        deadline = min(f.slot.deadline(), budget.deadline)
-        entry = None
-        f.http.track()      # this thread's sockets, for the watchdog to cut
-        try:
-            resp, entry = f.http.get(url, deadline, headers)
-            try:
-                body, truncated = f.http.read_body(resp, budget.bytes, deadline)
-            finally:
-                resp.close()
-        except NETWORK_ERRORS as e:
-            if entry is not None:
-                f.http.disarm(entry, deadline, e)
-            return 'error_' + httpio.error_reason(e)
-        finally:
-            if entry is not None:
-                f.http.disarm(entry, deadline)
-            f.slot.done_request()
-        with self._lock:
-            budget.bytes -= len(body)
-        self._stat(C.SUBREQUEST_BYTES, len(body))
-        if truncated:
-            return 'over_budget_bytes'
-        self._stat(C.SUBREQUESTS_FETCHED)
-        return resp.status_code, {k: v for k, v in resp.headers.items()
-                                  if k.lower() not in _WIRE_HEADERS}, body
-
-    def _other(self, url, key):
-        """The task's fetcher of *url*'s politeness key *key* (not the page's), made once."""
-        with self._lock:
-            f = self._others.get(key)
-            if f is None:
-                f = HostFetcher(self.conf, self.robots_cache, self.resolver,
-                                delay=self.delays(url))
-                f.key = key
-                f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot)
-                self._others[key] = f
-        return f
-
     async def _shutdown(self):
-        for f in self._others.values():
-            f.http.close()
-            self._stat(C.SUBREQUEST_ROBOTS_FETCHED, f.robots_fetches)
+        self.requests.close()
         for stop in (self._browser and self._browser.close, self._pw and self._pw.stop):
             try:
                 if stop:

@@ -1,0 +1,175 @@
+"""The crawler's side of a rendered page's requests (jobs.lib.render): each request the
+browser makes is fetched here, under the rules of a crawl request, or refused with the
+reason the render counters name (``subrequests_aborted_<reason>_total``):
+
+- GET and http(s) only; the page's :class:`Budget`: ``render.max_requests`` requests,
+  ``render.max_bytes`` body bytes, ``render.max_seconds``;
+- the address policy (jobs.lib.netpolicy, through the resolver and the key's
+  KeySession), then robots.txt (the task's shared cache);
+- politeness: a request to the page's own key waits its turn on that key's Slot, so
+  the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile,
+  and a fetcher's requests go one at a time); a request to another key goes through
+  a fetcher of that key made once per task (its own Slot at its delay), unless a
+  thread of the task is fetching that key at that moment (``key_busy``).
+
+Requests wait their key's turn, so they run in threads (:meth:`SubRequests.fetch`),
+never in the render thread's loop.
+"""
+import threading
+import time
+
+from jobs.lib import counters as C, httpio, politeness, urls
+from jobs.lib.fetcher import HostFetcher
+from jobs.lib.httpio import NETWORK_ERRORS
+from jobs.lib.netpolicy import Blocked
+from jobs.lib.politeness import OutOfBudget, TimeLimit
+
+#: Headers that describe the bytes on the wire, not the decoded body handed over.
+WIRE_HEADERS = frozenset(('content-encoding', 'content-length', 'transfer-encoding',
+                           'connection', 'keep-alive'))
+#: Request headers of the browser passed on (the session sends our own User-Agent).
+PASSED_HEADERS = ('accept', 'referer')
+
+class Asked:
+    """What the route handler hands the pool of one of the browser's requests."""
+
+    def __init__(self, url, method, headers):
+        self.url, self.method, self.headers = url, method, headers
+
+
+class Budget:
+    """One page's allowance of sub-requests."""
+
+    def __init__(self, settings):
+        self.requests = settings['max_requests']
+        self.bytes = settings['max_bytes']
+        self.deadline = time.monotonic() + settings['max_seconds']
+
+    def over(self):
+        """The budget's part that is spent ('seconds', 'requests', 'bytes'), or None."""
+        if time.monotonic() >= self.deadline:
+            return 'seconds'
+        if self.requests <= 0:
+            return 'requests'
+        return 'bytes' if self.bytes <= 0 else None
+
+
+class SubRequests:
+    """A fetch task's fetching of its rendered pages' requests. *stat(name, n)* counts."""
+
+    def __init__(self, conf, robots_cache, resolver, stat):
+        self.conf, self.robots_cache, self.resolver, self._stat = \
+            conf, robots_cache, resolver, stat
+        self.delays = politeness.SiteDelays(conf)
+        self._lock = threading.Lock()
+        self._fetcher_locks = {}
+        self._busy = {}      # politeness key -> its threads fetching now
+        self._others = {}
+
+    def busy(self, key, n):
+        """A thread of the task starts (*n* = 1) or ends (-1) fetching *key*: whether
+        none is fetching it now."""
+        with self._lock:
+            self._busy[key] = self._busy.get(key, 0) + n
+            return not self._busy[key]
+
+    def fetch(self, req, hf, budget):
+        """(status, headers, body) of one of the browser's requests, or why not."""
+        url = urls.normalize(req.url) if req.url.startswith(('http:', 'https:')) else None
+        if url is None:
+            return 'scheme'
+        if req.method != 'GET':
+            return 'method'
+        try:
+            self.resolver.resolve(urls.hostname(url), 443 if url.startswith('https:') else 80)
+        except Blocked:
+            return 'private_address'
+        except (OSError, UnicodeError):
+            return 'dns'
+        f = hf
+        if not hf.same_key(url):
+            key = politeness.politeness_key(url, self.conf['politeness']['key'],
+                                            self.resolver)
+            with self._lock:
+                if self._busy.get(key):
+                    # A thread of the task is fetching that key: a second fetcher
+                    # would not keep its delay from that thread's requests.
+                    return 'key_busy'
+            f = self._other(url, key)
+            self._stat(C.SUBREQUESTS_OTHER_KEY)
+        try:
+            rules = f._rules_for(url)
+            if rules is not None and not rules.allowed(url):
+                return 'robots'
+            with self._lock:           # a page's requests run at once in threads
+                over = budget.over()   # only requests that would go out spend it
+                if over is None:
+                    budget.requests -= 1
+            if over is not None:
+                return 'over_budget_' + over
+            headers = {k: v for k, v in req.headers.items() if k.lower() in PASSED_HEADERS}
+            return self._fetch(f, url, headers, budget)
+        except OutOfBudget:
+            return 'time_budget'
+        except TimeLimit:
+            return 'over_budget_seconds' if time.monotonic() >= budget.deadline \
+                else 'time_limit'
+
+    def _fetch(self, f, url, headers, budget):
+        """GET *url* through fetcher *f*: its turn, its session, the page's budget. One
+        request of a fetcher at a time (the browser asks for several at once): one
+        connection per key, the delay between them."""
+        with self._fetcher_lock(f):
+            return self._fetch_now(f, url, headers, budget)
+
+    def _fetcher_lock(self, f):
+        with self._lock:
+            return self._fetcher_locks.setdefault(id(f), threading.Lock())
+
+    def _fetch_now(self, f, url, headers, budget):
+        f.slot.wait_turn()
+        if time.monotonic() >= budget.deadline:
+            return 'over_budget_seconds'
+        deadline = min(f.slot.deadline(), budget.deadline)
+        entry = None
+        f.http.track()      # this thread's sockets, for the watchdog to cut
+        try:
+            resp, entry = f.http.get(url, deadline, headers)
+            try:
+                body, truncated = f.http.read_body(resp, budget.bytes, deadline)
+            finally:
+                resp.close()
+        except NETWORK_ERRORS as e:
+            if entry is not None:
+                f.http.disarm(entry, deadline, e)
+            return 'error_' + httpio.error_reason(e)
+        finally:
+            if entry is not None:
+                f.http.disarm(entry, deadline)
+            f.slot.done_request()
+        with self._lock:
+            budget.bytes -= len(body)
+        self._stat(C.SUBREQUEST_BYTES, len(body))
+        if truncated:
+            return 'over_budget_bytes'
+        self._stat(C.SUBREQUESTS_FETCHED)
+        return resp.status_code, {k: v for k, v in resp.headers.items()
+                                  if k.lower() not in WIRE_HEADERS}, body
+
+    def _other(self, url, key):
+        """The task's fetcher of *url*'s politeness key *key* (not the page's), made once."""
+        with self._lock:
+            f = self._others.get(key)
+            if f is None:
+                f = HostFetcher(self.conf, self.robots_cache, self.resolver,
+                                delay=self.delays(url))
+                f.key = key
+                f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot)
+                self._others[key] = f
+        return f
+
+    def close(self):
+        """Close the other keys' sessions; count their robots.txt fetches."""
+        for f in self._others.values():
+            f.http.close()
+            self._stat(C.SUBREQUEST_ROBOTS_FETCHED, f.robots_fetches)
