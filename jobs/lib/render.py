@@ -230,6 +230,8 @@ class Renderer:
     async def _launch(self):
         """The task's browser, started on the first page (and again after a crash)."""
         async with self._launching:
+            if self._unavailable:        # found out by a page before: said once
+                raise _Unavailable()
             if self._browser is not None and not self._connected():
                 self._browser = None     # it crashed since the last page: start another
             if self._browser is not None:
