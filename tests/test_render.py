@@ -82,12 +82,14 @@ def test_links_and_fields_built_by_script_need_rendering(tmp_path, render):
     assert 'Built by script' in current_xml(out)[s.url('/')]
     r = counters['render']
     assert r['pages_rendered_total'] == 1 and r['browser_starts_total'] == 1
+    assert r['browser_pages_total'] == 1
     assert report['layers'][0]['render'] == r       # report.json's layer rows
     assert r['subrequests_fetched_total'] == 1
     assert r['subrequest_bytes_total'] == len(APP_JS)
-    # Layer 1's two pages (no scripts): one task, one browser, a page each.
+    # Layer 1's two pages (no scripts): one task, one browser, one page of their key.
     assert _counters(out, '001')['render'] == {'pages_rendered_total': 2,
-                                               'browser_starts_total': 1}
+                                               'browser_starts_total': 1,
+                                               'browser_pages_total': 1}
     from jobs.lib import warcfile
     data, _ = warcfile.read_payload(out, home)
     assert data == APP_PAGE % (b'', b'')          # the bytes served, not the DOM
@@ -210,14 +212,22 @@ def test_playwright_is_shipped_to_yarn_only_for_a_crawl_that_renders(tmp_path):
     assert 'playwright' not in hadoop.task_distributions(_conf(tmp_path, 'h.example', False))
 
 
-def _kill_browsers():
-    """SIGKILL the browsers this process started (Playwright's driver's children)."""
+def _kill_browsers(renderers=False):
+    """SIGKILL the browsers this process started (Playwright's driver's children), or
+    their renderer processes."""
     import signal
 
     def parent(pid):
         with open('/proc/%d/stat' % pid) as f:
             return int(f.read().rpartition(')')[2].split()[1])
-    me, killed = os.getpid(), 0
+
+    def mine(pid):
+        for _ in range(6):
+            pid = parent(pid)
+            if pid == os.getpid():
+                return True
+        return False
+    killed = 0
     for name in os.listdir('/proc'):
         if not name.isdigit():
             continue
@@ -225,12 +235,58 @@ def _kill_browsers():
         try:
             with open('/proc/%d/cmdline' % pid, 'rb') as f:
                 cmd = f.read()
-            if b'chromium' in cmd and b'--type=' not in cmd and parent(parent(pid)) == me:
+            if b'chromium' not in cmd or not mine(pid):
+                continue
+            if (b'--type=renderer' in cmd) if renderers else (b'--type=' not in cmd):
                 os.kill(pid, signal.SIGKILL)
                 killed += 1
         except (OSError, ValueError):
             continue
     return killed
+
+
+def _open_pages(renderer):
+    """Pages open in the renderer's browser, once what its loop has to do is done."""
+    import asyncio
+
+    async def count():
+        await asyncio.sleep(0.5)
+        return len(renderer._context[1].pages)
+    return asyncio.run_coroutine_threadsafe(count(), renderer._loop).result(10)
+
+
+def test_a_keys_pages_load_in_turn_in_one_browser_page(tmp_path):
+    """Three pages of one key load in one browser page, closed when the key's fetch
+    ends; its renderer killed between two pages costs a new page, not the render."""
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    with FixtureSite('127.0.0.11') as s:
+        _serve_app(s)
+        for n in (1, 2):
+            s.overrides['/made/%d.html' % n] = APP_PAGE % (b'', b'<p>%d</p>' % n)
+        conf = _conf(tmp_path, '127.0.0.11', True)
+        renderer = Renderer(conf, RobotsCache(), Resolver(True))
+        items = [{'kind': 'url', 'url': s.url(p), 'depth': 0}
+                 for p in ('/', '/made/1.html', '/made/2.html')]
+        stats = {}
+        try:
+            docs = list(renderer.each(HostFetcher(conf, resolver=Resolver(True)),
+                                      items, 0, None))
+            assert _open_pages(renderer) == 0
+            docs = renderer.each(HostFetcher(conf, resolver=Resolver(True)), items, 0, None)
+            first = next(docs)
+            assert _kill_browsers(renderers=True) >= 1
+            rest = list(docs)
+            assert _open_pages(renderer) == 0
+        finally:
+            renderer.close(stats.__setitem__)
+        check_politeness(s)
+    assert all(d['rendered'] and 'Built by script' in d['body'] for d in [first] + rest)
+    assert '<p>2</p>' in rest[-1]['body']
+    assert stats['pages_rendered_total'] == 6 and stats['browser_starts_total'] == 1
+    assert stats['browser_pages_total'] == 3
 
 
 def test_a_crashed_browser_is_started_again_for_the_next_page(tmp_path):

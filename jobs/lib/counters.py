@@ -65,6 +65,8 @@ PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a 
 RENDER = 'render'
 PAGES_RENDERED = 'pages_rendered_total'    #: pages parsed from their rendered DOM
 BROWSER_STARTS = 'browser_starts_total'    #: browsers started (1 a task, more after a crash)
+BROWSER_PAGES = 'browser_pages_total'    #: browser pages opened: one a key while it is
+#: fetched, whose pages load in it in turn; another after a failed load
 BROWSER_UNAVAILABLE = 'browser_unavailable_total'  #: tasks that could not start one (no
 #: Playwright, no browser at render.browser): one warning in the task's log each
 SUBREQUESTS_FETCHED = 'subrequests_fetched_total'  #: browser requests fetched and answered
@@ -75,7 +77,7 @@ SUBREQUEST_ROBOTS_FETCHED = 'subrequest_robots_txt_fetched_total'  #: robots.txt
 # Also, by reason: render_failed_<reason>_total (the page is parsed as fetched:
 # unavailable = no Playwright or browser, timeout, crash, browser_error, cancelled) and
 # subrequests_aborted_<reason>_total (robots, private_address, dns, scheme, method,
-# navigation, over_budget_requests, over_budget_bytes, over_budget_seconds, time_limit,
+# navigation, between_pages, over_budget_requests, over_budget_bytes, over_budget_seconds, time_limit,
 # time_budget, key_busy: another key a thread of the task is fetching, error_<network
 # reason>).
 

@@ -5,10 +5,11 @@ such a site is loaded in the browser and its rendered DOM replaces ``doc['body']
 the parse (``doc['rendered'] = True``); the WARC keeps the bytes as received
 (``warc_body``). One :class:`Renderer` per fetch task owns one thread running an
 asyncio loop, which starts Playwright and the browser (``render.browser``) on the first
-page and renders the pages the host threads hand it at once, each in a new page of
-its politeness key's browser context (one per key, kept for the task); a host thread
-waits for its page. The browser's requests are fetched in a
-pool of threads, since each may wait its key's turn, and the loop never waits.
+page and renders the pages the host threads hand it at once; a host thread waits for
+its page. The task has one browser context; a politeness key's pages are loaded one
+after another in one page of it, kept while the key is fetched: its renderer process
+and what it loaded serve the key's next page (a new page per URL costs a process
+each: bench/README.md).
 
 The browser never touches the network itself: every request it makes goes through the
 route handler. The page's document is fulfilled from the body already fetched; every
@@ -69,6 +70,26 @@ class _Job:
         self.done = threading.Event()
 
 
+class _KeyPage:
+    """A politeness key's page in the browser, and the job it is loading (None: free)."""
+
+    def __init__(self, browser, page, key):
+        self.browser, self.page, self.key, self.job = browser, page, key, None
+        self.budget = self.activity = None
+        self.served = self.closed = False
+        self.loads = 0
+
+    def start(self, budget, activity):
+        """A new load: its budget, its requests, its document not yet served."""
+        self.budget, self.activity, self.served = budget, activity, False
+        self.loads += 1
+
+    def route_to(self, handler):
+        async def route(r):
+            await handler(r, self)
+        return route
+
+
 class _Activity:
     """A page's open requests, and when the last one opened or closed."""
 
@@ -120,11 +141,15 @@ class Renderer:
         self.requests.busy(key, 1)
         try:
             for doc in hf.fetch(items, layer, key, *rest):
-                if self.wants(doc):
-                    self.render(doc, hf)
-                yield doc
+                # The key's thread waits for its page: a fetcher's Slot is one thread's.
+                yield self._finish(self._submit(doc, hf)) if self.wants(doc) else doc
         finally:
-            self.requests.busy(key, -1)
+            loop = self._loop if self.requests.busy(key, -1) else None
+            if loop is not None:     # the key's page, if it has one, is not needed now
+                try:       # (hf.key: the key the fetcher worked out when *key* is None)
+                    loop.call_soon_threadsafe(self._release, hf.key)
+                except RuntimeError:     # the loop is over: so is the browser
+                    pass
 
     def wants(self, doc):
         """Is *doc* a fetched HTML page of a site with ``render = true``?"""
@@ -134,9 +159,8 @@ class Renderer:
         site = self.sites.match(doc['final_url'])
         return site is not None and site.render
 
-    def render(self, doc, hf):
-        """Replace *doc*'s body with its rendered DOM (host thread; waits). On failure
-        the body stays as fetched, counted by reason."""
+    def _submit(self, doc, hf):
+        """Hand *doc* to the render thread (host thread): its :class:`_Job`."""
         job = _Job(doc, hf)
         with self._lock:
             if self._unavailable or self._closed:
@@ -148,18 +172,27 @@ class Renderer:
         if job.error is None:
             self._ready.wait()
             self._loop.call_soon_threadsafe(self._begin, job)
+        else:
+            job.done.set()
+        return job
+
+    def _finish(self, job):
+        """*job*'s doc once rendered (host thread; waits), its body replaced by the
+        rendered DOM; on failure the body stays as fetched, counted by reason."""
+        doc, hf = job.doc, job.hf
         while job.error is None and not job.done.wait(1.0):
             if not self._thread.is_alive():    # never expected: do not wait forever
                 job.error = 'crash'
         if job.html is None:
             self._stat(C.per('render_failed', job.error))
-            return
+            return doc
         if hf.warc and doc.get('warc_body') is None:
             # The WARC keeps the bytes as received, not the DOM the parse reads.
             raw = encoding.encode(doc['body'], doc['encoding']) or doc['body'].encode()
             doc['warc_body'] = base64.b64encode(raw).decode('ascii')
         doc['body'], doc['rendered'] = job.html, True
         self._stat(C.PAGES_RENDERED)
+        return doc
 
     def close(self, count=None):
         """Stop the render thread and its browser; pages being rendered keep their
@@ -181,7 +214,9 @@ class Renderer:
 
     async def _main(self):
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-        self._launching, self._tasks, self._contexts = asyncio.Lock(), set(), {}
+        self._launching, self._tasks = asyncio.Lock(), set()
+        self._context, self._pages = None, {}     # (browser, its context); key -> _KeyPage
+        self._turns = {}      # key -> the lock its pages take in turn
         self._ready.set()
         await self._stop.wait()
         for task in list(self._tasks):
@@ -197,9 +232,7 @@ class Renderer:
             job.error = 'cancelled'
             job.done.set()
             return
-        task = asyncio.ensure_future(self._run(job))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self._run(job))
 
     async def _run(self, job):
         try:
@@ -256,63 +289,115 @@ class Renderer:
             return self._browser
 
     async def _page(self, job):
-        """A new page in the browser context of the job's politeness key: one context a
-        key, kept for the task, so that the key's pages share what a browser shares
-        within a site (its renderer process, the cache of its scripts) and no two keys
-        share anything. A browser that died since the last page (its news can come
-        late) is started again, once."""
+        """The page of the job's politeness key: a key's pages are loaded one after
+        another (:meth:`_render_one`) in one page of the task's browser context, kept
+        until the key's fetch ends, so that they share its renderer process and what it
+        has loaded (a new page costs a process: bench/README.md). A browser that died
+        since the last page (its news can come late) is started again, once."""
         try:
-            return await self._new_page(job)
+            return await self._key_page(job)
         except _Unavailable:
             raise
         except Exception:
             self._browser = None
-            return await self._new_page(job)
+            return await self._key_page(job)
 
-    async def _new_page(self, job):
+    async def _key_page(self, job):
         browser = await self._launch()
-        held = self._contexts.get(job.hf.key)
-        if held is None or held[0] is not browser:
-            context = await browser.new_context(user_agent=job.hf.user_agent,
-                                                service_workers='block')
-            held = self._contexts[job.hf.key] = (browser, context)
-        return await held[1].new_page()
+        if self._context is None or self._context[0] is not browser:
+            self._pages.clear()     # the old browser's pages went with it
+            self._context = (browser, await browser.new_context(
+                user_agent=job.hf.user_agent, service_workers='block'))
+        held = self._pages.get(job.hf.key)
+        if held is None or held.browser is not browser or held.closed:
+            held = _KeyPage(browser, await self._context[1].new_page(), job.hf.key)
+            await held.page.route('**/*', held.route_to(self._route))
+            self._stat(C.BROWSER_PAGES)
+            self._pages[job.hf.key] = held
+        held.job = job
+        return held
+
+    async def _drop(self, held):
+        """Close *held*'s page (a failed render leaves a page in an unknown state)."""
+        held.closed = True
+        if self._pages.get(held.key) is held:
+            del self._pages[held.key]
+        try:
+            await held.page.close()
+        except Exception:     # a crashed browser: its pages are gone already
+            pass
+
+    def _release(self, key):
+        """The key's fetch is over (the loop): close its page unless it is in use."""
+        turn = self._turns.get(key)
+        if turn is None or not turn.locked():
+            self._turns.pop(key, None)
+            held = self._pages.get(key)
+            if held is not None:
+                self._spawn(self._drop(held))
+
+    def _spawn(self, coro):
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def _render_one(self, job):
-        page = await self._page(job)
-        budget, activity = Budget(self.settings), _Activity()
-        try:
-            served = []
+        async with self._turns.setdefault(job.hf.key, asyncio.Lock()):    # FIFO: in turn
+            held = await self._page(job)
+            budget, reused = Budget(self.settings), held.loads > 0
+            try:
+                return await self._load(held, budget)
+            except _Unavailable:
+                raise
+            except Exception:
+                if not reused or time.monotonic() >= budget.deadline:
+                    raise
+            # The key's page died since its last load (its renderer or the browser
+            # crashed; a browser's death can be told late): once more, in a new page.
+            if not self._connected():
+                self._browser = None
+            return await self._load(await self._page(job), budget)
 
-            async def route(r):
-                await self._route(r, job, budget, page, served, activity)
-            await page.route('**/*', route)
-            await page.goto(job.doc['final_url'], wait_until='load',
-                            timeout=self.settings['max_seconds'] * 1000)
+    async def _load(self, held, budget):
+        """Load the held page's job in it: its rendered DOM. On failure the page is
+        closed; else it is free for the key's next page."""
+        page, activity = held.page, _Activity()
+        held.start(budget, activity)
+        try:
+            await page.goto(held.job.doc['final_url'], wait_until='load',
+                            timeout=max(budget.deadline - time.monotonic(), 0.001) * 1000)
             # Scripts that load more after the load event: every request goes through
             # _route, so the page is done when none is open and none started for
             # render.idle_seconds (or its time is up).
             idle = self.settings['idle_seconds']
             while time.monotonic() < budget.deadline and not activity.idle_for(idle):
                 await asyncio.sleep(0.02)
-            return await page.content()
-        finally:
-            try:
-                await page.close()
-            except Exception:     # a crashed browser: its pages are gone already
-                pass
+            html = await page.content()
+        except BaseException:
+            await asyncio.shield(self._drop(held))
+            raise
+        held.job = None
+        return html
 
-    async def _route(self, route, job, budget, page, served, activity):
+    async def _route(self, route, held):
         """Route handler (the loop): the page's document from the fetched body, any
-        other request fetched in the pool (it may wait its key's turn) or aborted."""
-        req = route.request
+        other request fetched in the pool (it may wait its key's turn) or aborted.
+        The request counts against the page being loaded when it is asked for."""
+        req, job, budget, activity = route.request, held.job, held.budget, held.activity
+        if job is None or held.closed:    # between two pages, or closing: not a page's
+            self._stat(C.per('subrequests_aborted', 'between_pages'))
+            try:
+                return await route.abort('blockedbyclient')
+            except Exception:   # the page closed meanwhile
+                return None
         activity.opened()
         try:
-            if req.is_navigation_request() and req.frame == page.main_frame:
-                if served:         # the page navigating away: not followed here
+            if req.is_navigation_request() and req.frame == held.page.main_frame:
+                if held.served:    # the page navigating away: not followed here
                     self._stat(C.per('subrequests_aborted', 'navigation'))
                     return await route.abort('blockedbyclient')
-                served.append(True)
+                held.served = True
                 return await route.fulfill(
                     status=200, body=job.doc['body'].encode('utf-8'),
                     headers={'content-type': 'text/html; charset=utf-8'})
