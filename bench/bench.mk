@@ -36,6 +36,7 @@ bench-media: bench-deps  ## Media store + thumbnails vs Scrapy's ImagesPipeline 
 bench-render: bench-deps  ## Rendered pages vs Scrapy with scrapy-playwright (Debian's Chromium)
 	$(BENCH_PY) -m pip install --quiet scrapy-playwright
 	$(BENCH_PY) bench/render.py
+	$(BENCH_PY) bench/render.py --delay 1.0 --json bench/results/render-delay1.json
 
 bench-overhead: $(STAMP)  ## Fixed cost of one job, local vs inline runner, with profiles
 	mkdir -p bench/results
