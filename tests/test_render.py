@@ -289,6 +289,46 @@ def test_a_keys_pages_load_in_turn_in_one_browser_page(tmp_path):
     assert stats['browser_pages_total'] == 3
 
 
+def test_keys_that_start_at_once_share_the_tasks_browser_context(tmp_path):
+    """Three keys' first pages wait together for the browser to start: they open their
+    pages in one context (in three, Chromium started a renderer process per load)."""
+    import asyncio
+    import threading
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    with FixtureSite('127.0.0.13') as a, FixtureSite('127.0.0.14') as b, \
+            FixtureSite('127.0.0.15') as c:
+        for s in (a, b, c):
+            _serve_app(s)
+        conf = _conf(tmp_path, '127.0.0.1*', True)
+        renderer, stats, docs = Renderer(conf, RobotsCache(), Resolver(True)), {}, []
+        start = threading.Barrier(3)
+
+        def key(s):
+            items = [{'kind': 'url', 'url': s.url(p), 'depth': 0} for p in ('/', '/made/1.html')]
+            start.wait()
+            docs.extend(renderer.each(HostFetcher(conf, resolver=Resolver(True)), items,
+                                      0, None))
+
+        async def contexts():
+            return len(renderer._browser.contexts)
+        try:
+            threads = [threading.Thread(target=key, args=(s,)) for s in (a, b, c)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert asyncio.run_coroutine_threadsafe(contexts(), renderer._loop).result(10) == 1
+        finally:
+            renderer.close(stats.__setitem__)
+        for s in (a, b, c):
+            check_politeness(s)
+    assert len(docs) == 6 and sum('Built by script' in d['body'] for d in docs) == 3
+    assert stats['pages_rendered_total'] == 6 and stats['browser_pages_total'] == 3
+
+
 def test_a_crashed_browser_is_started_again_for_the_next_page(tmp_path):
     from jobs.lib.fetcher import HostFetcher
     from jobs.lib.netpolicy import Resolver

@@ -304,10 +304,14 @@ class Renderer:
 
     async def _key_page(self, job):
         browser = await self._launch()
-        if self._context is None or self._context[0] is not browser:
-            self._pages.clear()     # the old browser's pages went with it
-            self._context = (browser, await browser.new_context(
-                user_agent=job.hf.user_agent, service_workers='block'))
+        # One context, made by the first of the keys that start at once: in contexts of
+        # their own, Chromium gave every load a new renderer process, reused page or
+        # not (bench/README.md).
+        async with self._launching:
+            if self._context is None or self._context[0] is not browser:
+                self._pages.clear()     # the old browser's pages went with it
+                self._context = (browser, await browser.new_context(
+                    user_agent=job.hf.user_agent, service_workers='block'))
         held = self._pages.get(job.hf.key)
         if held is None or held.browser is not browser or held.closed:
             held = _KeyPage(browser, await self._context[1].new_page(), job.hf.key)
