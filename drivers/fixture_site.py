@@ -245,9 +245,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = site.overrides.get(path, PAGES.get(path))
         if isinstance(body, tuple) and body[0] == 'redirect':     # ('redirect', '/to')
             return self._send(301, b'', headers=[('Location', body[1])])
-        ctype = 'text/html; charset=utf-8'
-        if isinstance(body, tuple) and body[0] == 'typed':       # ('typed', ctype, bytes)
-            _, ctype, body = body
+        ctype, extra = 'text/html; charset=utf-8', ()
+        if isinstance(body, tuple) and body[0] == 'typed':  # ('typed', ctype, bytes[, headers])
+            ctype, body, extra = body[1], body[2], body[3] if len(body) > 3 else ()
         if body is None:
             return self._send(404, _page('Not found', ''))
         # The ordinary pages carry an ETag and answer a matching If-None-Match with 304,
@@ -259,7 +259,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_header('Content-Length', '0')
             self.end_headers()
             return None
-        return self._send(200, body, ctype, headers=[('ETag', etag)])
+        return self._send(200, body, ctype, headers=[('ETag', etag), *extra])
 
     do_HEAD = do_GET
 

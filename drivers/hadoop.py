@@ -65,8 +65,9 @@ TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
 #: {(section, key, value): distributions}
 OPTIONAL_DISTRIBUTIONS = {('parse', 'main_text_extractor', 'trafilatura'): ('trafilatura',)}
 #: Shipped only to crawls with a site whose config says ``render = true``: the Playwright
-#: client (~165 MB with its Node.js driver); the browser is the node's own Chromium.
-RENDER_DISTRIBUTIONS = ('playwright',)
+#: client (~165 MB with its Node.js driver; the browser is the node's own Chromium) and
+#: CacheControl, the cache of the browser's requests (jobs/lib/subcache.py).
+RENDER_DISTRIBUTIONS = ('playwright', 'cachecontrol')
 
 #: Parts of the installed distributions that no task imports, left out of the archive.
 #: Each file in it costs every NodeManager's first localisation a permission change, a

@@ -2,6 +2,7 @@
 in headless Chromium, whose own requests the crawler fetches under its rules. Real
 browser, real loopback servers; each fetch task starts one browser."""
 import glob
+import hashlib
 import io
 import json
 import os
@@ -207,9 +208,10 @@ def test_a_request_to_a_key_another_thread_is_fetching_is_aborted(tmp_path):
 
 def test_playwright_is_shipped_to_yarn_only_for_a_crawl_that_renders(tmp_path):
     from drivers import hadoop
-    assert 'playwright' not in hadoop.task_distributions(test_conf())
-    assert hadoop.task_distributions(_conf(tmp_path, 'h.example', True))[-1] == 'playwright'
-    assert 'playwright' not in hadoop.task_distributions(_conf(tmp_path, 'h.example', False))
+    render = ('playwright', 'cachecontrol')
+    for conf in (test_conf(), _conf(tmp_path, 'h.example', False)):
+        assert not set(render) & set(hadoop.task_distributions(conf))
+    assert hadoop.task_distributions(_conf(tmp_path, 'h.example', True))[-2:] == render
 
 
 def _kill_browsers(renderers=False):
@@ -289,6 +291,60 @@ def test_a_keys_pages_load_in_turn_in_one_browser_page(tmp_path):
     assert stats['browser_pages_total'] == 3
 
 
+def _render_pages(conf, paths, site):
+    """Render *paths* of *site* as one key's fetch of one task: (docs, counters)."""
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    renderer, stats = Renderer(conf, RobotsCache(), Resolver(True)), {}
+    items = [{'kind': 'url', 'url': site.url(p), 'depth': 0} for p in paths]
+    try:
+        docs = list(renderer.each(HostFetcher(conf, resolver=Resolver(True)), items, 0,
+                                  None))
+    finally:
+        renderer.close(stats.__setitem__)
+    return docs, stats
+
+
+@pytest.mark.parametrize('cache_bytes', [33554432, 0])
+def test_the_browsers_requests_are_cached_as_a_browsers_are(tmp_path, cache_bytes):
+    """Three pages of a key load the same scripts. One the server says is fresh for an
+    hour is asked for once; one with only an ETag is revalidated (a 304, no body); a
+    no-store one is fetched for each page. render.cache_bytes = 0: no cache."""
+    scripts = b''.join(b'<script src="/%s.js"></script>' % n for n in (b'etag', b'nostore'))
+    js = b'window.seen = (window.seen || 0) + 1;'
+    with FixtureSite('127.0.0.12') as s:
+        _serve_app(s, scripts)
+        s.overrides['/app.js'] += ([('Cache-Control', 'max-age=3600')],)
+        s.overrides['/etag.js'] = ('typed', 'application/javascript', js)
+        s.overrides['/nostore.js'] = ('typed', 'application/javascript', js,
+                                      [('Cache-Control', 'no-store')])
+        for n in (1, 2):
+            s.overrides['/made/%d.html' % n] = APP_PAGE % (scripts, b'<p>%d</p>' % n)
+        conf = _conf(tmp_path, '127.0.0.12', True, 'render.cache_bytes=%d' % cache_bytes)
+        docs, stats = _render_pages(conf, ['/', '/made/1.html', '/made/2.html'], s)
+        check_politeness(s)
+        asked = [(r['path'], r['headers'].get('If-None-Match')) for r in s.requests]
+    assert all(d['rendered'] and 'Built by script' in d['body'] for d in docs)
+    etag = '"%s"' % hashlib.sha1(js).hexdigest()[:16]
+    if not cache_bytes:
+        # (a page's scripts are asked for at once: their order is the threads')
+        assert sorted(a for a in asked if a[0].endswith('.js')) == sorted(
+            (p, None) for p in ('/app.js', '/etag.js', '/nostore.js') for _ in range(3))
+        assert 'subrequests_cached_total' not in stats
+        assert stats['subrequests_fetched_total'] == 9
+        return
+    assert [a for a in asked if a[0] == '/app.js'] == [('/app.js', None)]
+    assert [a for a in asked if a[0] == '/etag.js'] == [('/etag.js', None)] + \
+        [('/etag.js', etag)] * 2
+    assert [a for a in asked if a[0] == '/nostore.js'] == [('/nostore.js', None)] * 3
+    assert stats['subrequests_cached_total'] == 2
+    assert stats['subrequests_revalidated_total'] == 2
+    assert stats['subrequests_fetched_total'] == 7
+    assert stats['subrequest_bytes_total'] == len(APP_JS) + 4 * len(js)
+
+
 def test_keys_that_start_at_once_share_the_tasks_browser_context(tmp_path):
     """Three keys' first pages wait together for the browser to start: they open their
     pages in one context (in three, Chromium started a renderer process per load)."""
@@ -327,6 +383,30 @@ def test_keys_that_start_at_once_share_the_tasks_browser_context(tmp_path):
             check_politeness(s)
     assert len(docs) == 6 and sum('Built by script' in d['body'] for d in docs) == 3
     assert stats['pages_rendered_total'] == 6 and stats['browser_pages_total'] == 3
+
+
+def test_the_request_cache_keeps_its_bytes_and_drops_the_oldest():
+    """render.cache_bytes bounds the cache: the least recently used entry goes first,
+    and a response larger than the whole cache is not kept."""
+    import email.utils
+    from jobs.lib.subcache import Stale, SubCache
+    fresh = {'Date': email.utils.formatdate(usegmt=True), 'Cache-Control': 'max-age=60'}
+    cache = SubCache(1500)
+
+    def put(url, size):
+        stale = cache.lookup(url, {})
+        assert isinstance(stale, Stale) and stale.validators == {}
+        assert cache.store(stale, 200, fresh, b'x' * size) is None
+
+    put('http://a.example/1.js', 600)
+    put('http://a.example/2.js', 600)
+    assert cache.lookup('http://a.example/1.js', {})[2] == b'x' * 600   # used: kept
+    put('http://a.example/3.js', 600)
+    assert isinstance(cache.lookup('http://a.example/2.js', {}), Stale)
+    assert cache.lookup('http://a.example/1.js', {})[0] == 200
+    put('http://a.example/big.js', 2000)
+    assert isinstance(cache.lookup('http://a.example/big.js', {}), Stale)
+    assert cache.lookup('http://a.example/3.js', {})[2] == b'x' * 600
 
 
 def test_a_crashed_browser_is_started_again_for_the_next_page(tmp_path):

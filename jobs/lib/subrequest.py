@@ -10,7 +10,10 @@ reason the render counters name (``subrequests_aborted_<reason>_total``):
   the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile,
   and a fetcher's requests go one at a time); a request to another key goes through
   a fetcher of that key made once per task (its own Slot at its delay), unless a
-  thread of the task is fetching that key at that moment (``key_busy``).
+  thread of the task is fetching that key at that moment (``key_busy``);
+- the task's cache (jobs.lib.subcache): a fresh stored response is answered without a
+  request (``subrequests_cached_total``), a stale one is revalidated
+  (``subrequests_revalidated_total`` when the server answers 304).
 
 Requests wait their key's turn, so they run in threads (:meth:`SubRequests.fetch`),
 never in the render thread's loop.
@@ -23,6 +26,7 @@ from jobs.lib.fetcher import HostFetcher
 from jobs.lib.httpio import NETWORK_ERRORS
 from jobs.lib.netpolicy import Blocked
 from jobs.lib.politeness import OutOfBudget, TimeLimit
+from jobs.lib.subcache import Stale, SubCache
 
 #: Headers that describe the bytes on the wire, not the decoded body handed over.
 WIRE_HEADERS = frozenset(('content-encoding', 'content-length', 'transfer-encoding',
@@ -65,6 +69,7 @@ class SubRequests:
         self._fetcher_locks = {}
         self._busy = {}      # politeness key -> its threads fetching now
         self._others = {}
+        self.cache = SubCache(conf['render']['cache_bytes'])
 
     def busy(self, key, n):
         """A thread of the task starts (*n* = 1) or ends (-1) fetching *key*: whether
@@ -86,6 +91,10 @@ class SubRequests:
             return 'private_address'
         except (OSError, UnicodeError):
             return 'dns'
+        headers = {k: v for k, v in req.headers.items() if k.lower() in PASSED_HEADERS}
+        stored = self._cached(url, headers, budget)
+        if not isinstance(stored, Stale):      # no request goes out: no turn to wait
+            return stored
         f = hf
         if not hf.same_key(url):
             key = politeness.politeness_key(url, self.conf['politeness']['key'],
@@ -107,7 +116,6 @@ class SubRequests:
                     budget.requests -= 1
             if over is not None:
                 return 'over_budget_' + over
-            headers = {k: v for k, v in req.headers.items() if k.lower() in PASSED_HEADERS}
             return self._fetch(f, url, headers, budget)
         except OutOfBudget:
             return 'time_budget'
@@ -120,13 +128,35 @@ class SubRequests:
         request of a fetcher at a time (the browser asks for several at once): one
         connection per key, the delay between them."""
         with self._fetcher_lock(f):
-            return self._fetch_now(f, url, headers, budget)
+            # Stored while this request waited for the one before it (the browser asks
+            # for the same script in two pages of the key at once)?
+            stored = self._cached(url, headers, budget)
+            if not isinstance(stored, Stale):
+                with self._lock:
+                    budget.requests += 1      # spent for a request that did not go out
+                return stored
+            return self._fetch_now(f, url, headers, budget, stored)
+
+    def _cached(self, url, headers, budget):
+        """The cache's fresh response to *url* (counted; its bytes spent from the page's
+        budget), or why not, or a :class:`Stale` lookup."""
+        got = self.cache.lookup(url, headers)
+        if isinstance(got, Stale):
+            return got
+        with self._lock:
+            over = len(got[2]) > budget.bytes
+            if not over:
+                budget.bytes -= len(got[2])
+        if over:
+            return 'over_budget_bytes'
+        self._stat(C.SUBREQUESTS_CACHED)
+        return got
 
     def _fetcher_lock(self, f):
         with self._lock:
             return self._fetcher_locks.setdefault(id(f), threading.Lock())
 
-    def _fetch_now(self, f, url, headers, budget):
+    def _fetch_now(self, f, url, headers, budget, stale):
         f.slot.wait_turn()
         if time.monotonic() >= budget.deadline:
             return 'over_budget_seconds'
@@ -134,7 +164,7 @@ class SubRequests:
         entry = None
         f.http.track()      # this thread's sockets, for the watchdog to cut
         try:
-            resp, entry = f.http.get(url, deadline, headers)
+            resp, entry = f.http.get(url, deadline, {**headers, **stale.validators})
             try:
                 body, truncated = f.http.read_body(resp, budget.bytes, deadline)
             finally:
@@ -153,8 +183,14 @@ class SubRequests:
         if truncated:
             return 'over_budget_bytes'
         self._stat(C.SUBREQUESTS_FETCHED)
-        return resp.status_code, {k: v for k, v in resp.headers.items()
-                                  if k.lower() not in WIRE_HEADERS}, body
+        kept = {k: v for k, v in resp.headers.items() if k.lower() not in WIRE_HEADERS}
+        got = self.cache.store(stale, resp.status_code, kept, body)
+        if got is None:
+            return resp.status_code, kept, body
+        with self._lock:          # a 304 to the cache's validators: the stored body
+            budget.bytes -= len(got[2])
+        self._stat(C.SUBREQUESTS_REVALIDATED)
+        return got
 
     def _other(self, url, key):
         """The task's fetcher of *url*'s politeness key *key* (not the page's), made once."""
