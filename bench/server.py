@@ -53,13 +53,15 @@ http {{
         index index.html;
         access_log {log} bench buffer=256k flush=1s;
         location / {{ try_files $uri $uri/ =404; }}
+{locations}
     }}
 }}
 """
 
 
 class Nginx:
-    def __init__(self, web_dir, work_dir, port, access_log):
+    def __init__(self, web_dir, work_dir, port, access_log, locations=''):
+        self.locations = locations     # more of the server block's config
         self.web = os.path.abspath(web_dir)
         self.work = os.path.abspath(work_dir)
         self.port = port
@@ -88,6 +90,7 @@ class Nginx:
         with open(conf, 'w') as f:
             f.write(CONF.format(work=self.work, web=self.web, log=self.log,
                                 listens=listens, user=user, nofile=nofile,
+                                locations=self.locations,
                                 file_cache=max(256, min(20000, nofile // 4))))
         if os.geteuid() == 0:
             os.chmod(os.path.dirname(self.log), 0o777)   # workers (nobody) write the log
