@@ -206,6 +206,27 @@ def test_a_request_to_a_key_another_thread_is_fetching_is_aborted(tmp_path):
     assert counters['render']['pages_rendered_total'] == 1
 
 
+def test_a_task_that_renders_nothing_needs_no_render_distribution():
+    """Every fetch task makes a Renderer; on YARN, a crawl that renders nothing ships
+    neither Playwright nor CacheControl, so neither may be imported by it."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "sys.modules['playwright'] = sys.modules['cachecontrol'] = None\n"
+            "from jobs.fetch import MRFetch\n"
+            "from jobs.lib.render import Renderer\n"
+            "from jobs.lib.netpolicy import Resolver\n"
+            "from jobs.lib.robots import RobotsCache\n"
+            "from tests.conftest import test_conf\n"
+            "r = Renderer(test_conf(), RobotsCache(), Resolver(True))\n"
+            "assert list(r.each(type('F', (), {'fetch': lambda *a: iter([{}]), 'key': 'k'})(),"
+            " [], 0, 'k')) == [{}]\n"
+            "r.close()\n")
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+
+
 def test_playwright_is_shipped_to_yarn_only_for_a_crawl_that_renders(tmp_path):
     from drivers import hadoop
     render = ('playwright', 'cachecontrol')

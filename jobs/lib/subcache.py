@@ -15,13 +15,11 @@ import threading
 
 import requests
 import urllib3
-from cachecontrol.cache import BaseCache
-from cachecontrol.controller import CacheController
-from cachecontrol.heuristics import LastModified
 
 
-class _Bounded(BaseCache):
-    """Serialized entries up to *limit* bytes; the least recently used go first."""
+class _Bounded:
+    """Serialized entries up to *limit* bytes; the least recently used go first
+    (CacheControl's BaseCache interface)."""
 
     def __init__(self, limit):
         self.limit, self.size = limit, 0
@@ -49,6 +47,9 @@ class _Bounded(BaseCache):
         with self._lock:
             self._pop(key)
 
+    def close(self):
+        pass
+
     def _pop(self, key):
         old = self._data.pop(key, None)
         if old is not None:
@@ -67,6 +68,10 @@ class SubCache:
     """Thread-safe: the task's pool threads look up and store at once."""
 
     def __init__(self, limit):
+        # Imported here: CacheControl ships to YARN only with crawls that render, and
+        # every fetch task imports this module (jobs.fetch -> render -> subrequest).
+        from cachecontrol.controller import CacheController
+        from cachecontrol.heuristics import LastModified
         self._controller = CacheController(_Bounded(limit), cache_etags=True)
         self._heuristic = LastModified()
 

@@ -69,7 +69,15 @@ class SubRequests:
         self._fetcher_locks = {}
         self._busy = {}      # politeness key -> its threads fetching now
         self._others = {}
-        self.cache = SubCache(conf['render']['cache_bytes'])
+        self._cache = None      # made with the first request: only crawls that render
+
+    @property
+    def cache(self):
+        """The task's cache of the browser's requests (jobs.lib.subcache)."""
+        with self._lock:
+            if self._cache is None:
+                self._cache = SubCache(self.conf['render']['cache_bytes'])
+            return self._cache
 
     def busy(self, key, n):
         """A thread of the task starts (*n* = 1) or ends (-1) fetching *key*: whether
