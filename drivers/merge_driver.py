@@ -5,19 +5,20 @@ MergeDriver), after each cycle or reparse.
                                                        fetch, without its text; from
                                                        the second cycle on)
     merge     meta/* or current/       -> merge_map/  (MRMerge: who folds into whom, on
-                                                       summaries; the anchor texts of the
-                                                       links to each page, Nutch's
-                                                       invertlinks, in its first shuffle)
+                                                       summaries)
+    anchors   meta/* or current/       -> anchors/    (MRAnchors: the anchor texts of the
+              + merge_map/                             links to each page's group, Nutch's
+                                                       invertlinks, under its leader)
     index     meta/* or current/       -> index/, hosts/  (MRIndexRows, then Parquet:
               + merge_map/                             drivers/index.py)
-    mergejoin merge_map/ + out/*       -> merged/, xml/,  (MRMergeJoin: the page text joined
-              (+ prev_signatures/)        signatures/,    once; its tasks write every
+    mergejoin merge_map/, anchors/     -> merged/, xml/,  (MRMergeJoin: the page text joined
+              + out/* (+ prev_signatures/)  signatures/,    once; its tasks write every
                                           delta/BUILD     output themselves: the merged
                                                           records and their documents,
                                                           each page's signature, what
                                                           changed since the last build)
-    mergejoin merge_map/ + the new    -> delta/BUILD,     (a delta build, MRMergeJoin
-    (delta)   layers' out/ +             signatures/      --incremental: only what
+    mergejoin merge_map/, anchors/    -> delta/BUILD,     (a delta build, MRMergeJoin
+    (delta)   + the new layers' out/     signatures/      --incremental: only what
               prev_signatures/                            changed is joined; merged/ and
                                                           xml/ stay the base)
     delta     prev_signatures/ + merged/ -> delta/BUILD  (MRDelta, only when merged/
@@ -40,13 +41,20 @@ from jobs.lib import counters as C
 log = logging.getLogger('mrcrawl')
 
 #: Final outputs, rebuilt for the whole crawl after each cycle or reparse.
-FINAL_OUTPUTS = ('current', 'merge_map', 'merged', 'xml', 'signatures', 'index', 'hosts')
+FINAL_OUTPUTS = ('current', 'merge_map', 'anchors', 'merged', 'xml', 'signatures', 'index',
+                 'hosts')
 
 
-def merge_step(group, join):
-    """The report's merge: MRMerge's and MRMergeJoin's counters and seconds."""
-    return {'counters': dict(group['counters'], **join['counters']),
-            'seconds': round(group['seconds'] + join['seconds'], 3)}
+def merge_step(*steps):
+    """The report's merge: MRMerge's, MRAnchors' and MRMergeJoin's counters (by group)
+    and seconds."""
+    counters = {}
+    for step in steps:
+        for group, values in step['counters'].items():
+            into = counters.setdefault(group, {})
+            for name, n in values.items():
+                into[name] = into.get(name, 0) + n
+    return {'counters': counters, 'seconds': round(sum(s['seconds'] for s in steps), 3)}
 
 
 class MergeDriver:
@@ -146,6 +154,7 @@ class MergeDriver:
         if not side:
             index, drawn = self.index_here(summaries, draw)
         try:
+            group = merge_step(group, self.anchors(summaries))
             if mode == 'delta':
                 since = self.outputs()['since']
                 join = self.merge_delta([c.path('out', n) for n in layers if int(n) > since],
@@ -225,6 +234,16 @@ class MergeDriver:
             step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'))
         return step, summaries
 
+    def anchors(self, summaries):
+        """MRAnchors: the pages' links (*summaries*, what MRMerge read) + merge_map/ ->
+        anchors/, each group's in-link anchors under its leader: its step dict."""
+        from jobs.anchors import MRAnchors
+        c = self.crawl
+        if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
+            return {'counters': {}, 'seconds': 0.0}     # merged/ by a one-job merge
+        return c.run_step('anchors', MRAnchors, list(summaries) + [c.path('merge_map')],
+                          c.path('anchors'))
+
     def previous(self):
         """The previous build's signatures/ (else its merged/, from an earlier version)
         while its delta is not written: prev_signatures/ or prev_merged/, else None."""
@@ -246,7 +265,7 @@ class MergeDriver:
         if c.fs.exists(c.path('merged')):       # joined and moved in an earlier run
             return merge_step(group, c.report.load_step('mergejoin'))
         args, inputs = ['--build', build, '--store-name', 'merged', '--pages-name',
-                        'store/' + build], [c.path('merge_map')] + sources
+                        'store/' + build], [c.path('merge_map'), c.path('anchors')] + sources
         sides = self.sides('merged', 'xml', 'signatures', 'delta', 'pages')
         previous = self.previous()
         delta = c.path('delta', build)
@@ -299,8 +318,8 @@ class MergeDriver:
             c.task_path_args('--delta-dir', sides['delta']) + \
             c.task_path_args('--signature-dir', sides['signatures']) + \
             c.task_path_args('--pages-dir', sides['pages'])
-        fresh, join = self.run_join([c.path('merge_map'), self.previous()] + new_sources,
-                                    args, sides)
+        fresh, join = self.run_join([c.path('merge_map'), c.path('anchors'),
+                                     self.previous()] + new_sources, args, sides)
         missing = join['counters'].get(C.MERGE_JOIN, {}).get(C.JOIN_NOT_STORED, 0)
         if missing:
             c.progress('merge: %d page(s) lead with a fetch whose merged record is not '
@@ -395,6 +414,6 @@ class MergeDriver:
             self.record_outputs(build='%03d' % n, deltas=done['deltas'] + ['%03d' % n])
         else:
             c.fs.write_text(c.path('outputs.json'), json.dumps({'build': '%03d' % n}))
-        return {'merge': merge_step(c.report.load_step('merge'),
-                                    c.report.load_step('mergejoin')),
+        return {'merge': merge_step(*(c.report.load_step(name) for name in
+                                      ('merge', 'anchors', 'mergejoin'))),
                 'xml': c.report.load_step('xml'), 'index': c.report.load_step('index')}

@@ -2,23 +2,17 @@
 
 Reads ``page`` records of every layer (out/*; they carry doc/'s fetch metadata and the
 parse results, without the raw body), or the same records without their text (meta/*,
-jobs.lib.sidefile: all this job reads of a page when its SimHash is current). Writes ``merge_map`` records (merge_map/): one per
-distinct HTML page (a *leader*), naming the URLs folded into it, with its SimHash,
-in-link anchors and secondary resources. MRMergeJoin (jobs/merge_join.py) then joins
-them with out/* into ``merged`` records (merged/).
-
-**In-link anchors** (Nutch's invertlinks and LinkDb, in this job's first shuffle rather
-than a job of its own that reads every page once more): the first mapper also emits
-each link's anchor text under the link's target, and the first reducer gathers a URL's
-anchors and moves them to the URL it redirected to (jobs.lib.merging.inlinks and
-gather_anchors), so anchors to /old reach the page served at /new. Links without
-anchor text are skipped, and links within a host when ``merge.internal_anchors`` is off.
+jobs.lib.sidefile: all this job reads of a page when its SimHash is current). Writes
+``merge_map`` records (merge_map/): one per distinct HTML page (a *leader*), naming the URLs folded into it, with its SimHash and
+secondary resources. MRAnchors (jobs/anchors.py) then gathers the in-link anchors of
+each group, and MRMergeJoin (jobs/merge_join.py) joins both with out/* into ``merged``
+records (merged/).
 
 **Why two jobs.** A page record is tens of KB (text, main text, links); the decisions
 below need a few hundred bytes of it. This job's mapper reads each page once and emits
 a *summary* (url, final URL, digest, SimHash, relevance, fetch time, layer: what the
-folding and the order need); every later shuffle here carries summaries, anchors and
-resource outcomes only. The join shuffles each page record once, keyed by URL, and
+folding and the order need); every later shuffle here carries summaries and resource
+outcomes only. The join shuffles each page record once, keyed by URL, and
 drops every fetch but a leader's latest. mrjob keeps a job's intermediate files until
 the job ends (the local runner, on disk), so the heavy records cross one shuffle in
 all: a merge that carried whole pages through every step filled the disk of a soak
@@ -50,13 +44,13 @@ Pages fold into one canonical page four ways, in this order of steps:
 higher topic relevance (the page score; 0 without a topic profile), then https before
 http, then the shorter URL, then the earliest fetch, then the URL's text order.
 
-In-link anchors of every URL folded into a page are joined to it (``anchors``, at most
-``merge.max_anchors``). Secondary resources (page records with ``resource_of``: a
+Secondary resources (page records with ``resource_of``: a
 video or image a site rule named on a page, fetched in the next layer) are keyed by
 their parent's URL after redirects and travel with it, so a parent folded into a leader
-hands them on; they are never pages themselves. Both ride along here rather than in
+hands them on; they are never pages themselves. They ride along here rather than in
 the join because a folded URL's share must reach its leader, which only this job
-knows. Pages marked noindex (meta robots or X-Robots-Tag) are left out.
+knows (they are few: the anchors, many, take a job of their own). Pages marked
+noindex (meta robots or X-Robots-Tag) are left out.
 A file several pages name is fetched once (under one ``resource_of``) but listed on
 every page that names it: the first step keys resource fetches and the pages' named
 resources by the resource's URL and routes each fetch to all its namers.
@@ -81,16 +75,11 @@ def summary(page):
             'relevance': page.get('relevance'), 'simhash': page.get('simhash')}
 
 
-def _anchor_key(a):
-    return (a.get('from') or '', a.get('text') or '')
-
-
 class MRMerge(CrawlJob):
     COUNTER_GROUP = C.MERGE
 
     def steps(self):
-        return [MRStep(mapper_init=self.mapper_init_by_final_url,
-                       mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources,
+        return [MRStep(mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources,
                        jobconf=self.wide_reduce()),
                 MRStep(reducer=self.reducer_latest),
                 MRStep(reducer=self.reducer_fold_exact),
@@ -105,15 +94,10 @@ class MRMerge(CrawlJob):
 
     # -- step 1: one summary per final URL ----------------------------------------------
 
-    def mapper_init_by_final_url(self):
-        self.internal_anchors = self.settings['internal_anchors']
-
     def mapper_by_final_url(self, _, line):
-        """page line -> (final url, summary), (its rel=canonical, claim) and (link
-        target, inlink) per anchor (jobs.lib.merging.inlinks); resource line -> (parent
-        url, outcome)."""
+        """page line -> (final url, summary) and (its rel=canonical, claim); resource
+        line -> (parent url, outcome)."""
         for rec in self.records(line, 'page'):
-            yield from M.inlinks(rec, self.internal_anchors, self.count)
             what = M.classify(rec)
             if what == M.RESOURCE:
                 yield rec['url'], {'fetched_resource': M.resource_entry(rec),
@@ -138,23 +122,17 @@ class MRMerge(CrawlJob):
                 yield canonical, {'claim': final}
 
     def reducer_route_resources(self, url, values):
-        """A URL's inlinks -> (the URL after its redirect, its anchors). A resource's URL:
-        its latest fetch goes to every page that names it (a file two pages name is
-        fetched once, under one parent: resource_of) and to its resource_of parent;
-        every other value passes on unchanged."""
-        fetches, named_by, links = [], {}, []
+        """A resource's URL: its latest fetch goes to every page that names it (a file
+        two pages name is fetched once, under one parent: resource_of) and to its
+        resource_of parent; every other value passes on unchanged."""
+        fetches, named_by = [], {}
         for v in values:
             if 'fetched_resource' in v:
                 fetches.append(v)
             elif 'named_by' in v:
                 named_by.setdefault(v['named_by'], v.get('name'))
-            elif 'inlink' in v or 'redirect' in v:
-                links.append(v)
             else:
                 yield url, v
-        anchors = M.gather_anchors(url, links, self.count) if links else None
-        if anchors:
-            yield anchors[0], {'anchors': anchors[1]}
         if not fetches:
             return     # named, never fetched: the join lists it as not_fetched
         latest = max(fetches, key=lambda f: f['fetched_resource'].get('fetch_time') or '')
@@ -167,22 +145,18 @@ class MRMerge(CrawlJob):
                                             else entry.get('name'))}
 
     def reducer_latest(self, final_url, values):
-        """(final url, its fetches' summaries, claims, anchors, resources) ->
+        """(final url, its fetches' summaries, claims, resources) ->
         (digest, summary of the latest fetch)."""
-        pages, claims, anchors, resources = [], set(), [], []
+        pages, claims, resources = [], set(), []
         for v in values:
             if 'page' in v:
                 pages.append(v['page'])
             elif 'claim' in v:
                 claims.add(v['claim'])
-            elif 'resource' in v:
-                resources.append(v['resource'])
             else:
-                anchors.extend(v['anchors'])
+                resources.append(v['resource'])
         if not pages:
             self.count(C.CANONICAL_NOT_FETCHED, len(claims))
-            if anchors:
-                self.count(C.ANCHOR_TARGETS_NOT_PAGES)
             self.count(C.RESOURCES_PARENT_NOT_A_PAGE, len(resources))
             return
         latest = max(pages, key=M.latest_key)
@@ -195,7 +169,7 @@ class MRMerge(CrawlJob):
             'relevance': latest.get('relevance'), 'simhash': latest['simhash'],
             'duplicates': sorted(aliases), 'near_duplicates': [],
             'canonical_duplicates': [], 'canonical_claims': sorted(claims - {final_url}),
-            'anchors': anchors, 'resources': resources}
+'resources': resources}
 
     def fingerprint(self, page):
         """Hex SimHash of the page's main text, or None when it is not compared
@@ -245,7 +219,6 @@ class MRMerge(CrawlJob):
             best[field] = sorted(set(best[field]) | {other['url']})
         best['canonical_claims'] = sorted(
             set(best.get('canonical_claims') or ()) | set(other.get('canonical_claims') or ()))
-        best['anchors'] = list(best.get('anchors') or ()) + list(other.get('anchors') or ())
         best['resources'] = list(best.get('resources') or ()) + list(
             other.get('resources') or ())
 
@@ -351,7 +324,6 @@ class MRMerge(CrawlJob):
             'url': url, 'kind': kind, 'duplicates': page['duplicates'],
             'near_duplicates': page['near_duplicates'],
             'canonical_duplicates': page['canonical_duplicates'],
-            'anchors': page.get('anchors') or [],
             'resources': page.get('resources') or []}}
 
     # -- step 6: the map record ---------------------------------------------------------
@@ -376,23 +348,7 @@ class MRMerge(CrawlJob):
                      'duplicates': page['duplicates'],
                      'near_duplicates': page['near_duplicates'],
                      'canonical_duplicates': page['canonical_duplicates'],
-                     'anchors': self.keep_anchors(page), 'resources': resources}
-
-    def keep_anchors(self, page):
-        """De-duplicated in-link anchors, from other URLs than the page's own, capped."""
-        own = {page['url']} | set(page['duplicates'])
-        seen, kept = set(), []
-        for a in sorted(page.get('anchors') or (), key=_anchor_key):
-            key = _anchor_key(a)
-            if key in seen or a.get('from') in own:
-                continue
-            seen.add(key)
-            kept.append(a)
-        cap = self.settings['max_anchors']
-        self.count(C.ANCHORS_OVER_CAP, max(0, len(kept) - cap))
-        kept = kept[:cap]
-        self.count(C.ANCHORS_JOINED, len(kept))
-        return kept
+'resources': resources}
 
 
 if __name__ == '__main__':

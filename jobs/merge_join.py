@@ -1,10 +1,13 @@
 """MRMergeJoin (MergeDriver), step 2 of 2: the merged records, each page's text joined once.
 
 Reads ``merge_map`` records (merge_map/, MRMerge: one per distinct page, naming what
-folds into it) and the ``page`` records of every layer (out/*) again. Writes ``merged``
-records (merged/): for each merge_map record, its URL's latest fetch (the fetch MRMerge
-ranked: jobs.lib.merging.latest_key) with all its page fields, plus the map's
-duplicates, near_duplicates, canonical_duplicates, simhash, anchors and resources, and
+folds into it), ``anchors`` records (anchors/, MRAnchors: the in-link anchors of each
+URL of its group, under the leader's URL) and the ``page`` records of every layer
+(out/*) again. Writes ``merged`` records (merged/): for each merge_map record, its URL's
+latest fetch (the fetch MRMerge ranked: jobs.lib.merging.latest_key) with all its page
+fields, plus the map's duplicates, near_duplicates, canonical_duplicates, simhash and
+resources, its group's anchors (jobs.lib.merging.keep_anchors: distinct, from outside
+the group, at most ``merge.max_anchors``), and
 the build of the outputs it belongs to (``build``: the crawl cycle, or a reparse of it).
 
 One step, keyed by URL after redirects. This is the only shuffle of whole page records
@@ -25,7 +28,7 @@ their documents, without that job's passes over both builds' pages. With
 names where its record is (file, offset, length).
 
 ``--incremental`` (a later cycle's delta build, drivers/merge_driver.py): the inputs
-are merge_map/, the previous build's signatures/ and only the new layers' out/. Per
+are merge_map/, anchors/, the previous build's signatures/ and only the new layers' out/. Per
 URL: a page whose chosen fetch is new is joined from it; one whose fetch and merge_map
 record are unchanged keeps its stored record, unread (``stored_reused_total``); one
 whose fetch is unchanged but whose folds or anchors changed is read back from its
@@ -36,14 +39,15 @@ where the next build finds them), every page's signature to --signature-dir.
 Run alone (after jobs.merge)::
 
     python -m jobs.merge_join --crawl-conf crawl/conf.json crawl/merge_map \\
-        crawl/out/000 crawl/out/001 -o /tmp/merged
+        crawl/anchors crawl/out/000 crawl/out/001 -o /tmp/merged
 """
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, deltas as D, merging as M
 
-#: What MRMerge's map record adds to (or puts in place of) the page's own fields.
+#: What MRMerge's map record adds to (or puts in place of) the page's own fields (its
+#: ``anchors`` are MRAnchors', set by :meth:`MRMergeJoin.gather`).
 MAP_FIELDS = ('duplicates', 'near_duplicates', 'canonical_duplicates', 'simhash', 'anchors')
 
 
@@ -153,12 +157,17 @@ class MRMergeJoin(CrawlJob):
         return ()
 
     def mapper_by_url(self, _, line):
-        """merge_map line -> (url, map); page line -> (final url, page without body).
+        """merge_map line -> (url, map); anchors line -> (its leader's url, its anchors);
+        page line -> (final url, page without body).
         For the delta (--delta-dir) also: (URL folded into a page, its page), (url, its
         fetch: deltas.current) and (url, its old signature)."""
         delta = self.options.delta_dir
-        for rec in self.records(line, 'page', 'merge_map', 'signature', 'merged', 'stored'):
+        for rec in self.records(line, 'page', 'merge_map', 'anchors', 'signature', 'merged',
+                                'stored'):
             kind = rec['kind']
+            if kind == 'anchors':
+                yield rec['url'], {'anchors': rec['anchors']}
+                continue
             if kind == 'merge_map':
                 yield rec['url'], {'map': rec}
                 if delta:
@@ -188,12 +197,14 @@ class MRMergeJoin(CrawlJob):
         if self.options.incremental:
             yield from self.reducer_incremental(url, values)
             return
-        found, pages, old, cur, folded = None, [], None, None, None
+        found, pages, old, cur, folded, anchors = None, [], None, None, None, []
         for v in values:
             if 'page' in v:
                 pages.append(v['page'])
             elif 'map' in v:
                 found = v['map']
+            elif 'anchors' in v:
+                anchors.append(v['anchors'])
             elif 'current' in v:     # its fetches: the current one counts (MRCurrent)
                 if cur is None or v['current'][0] > cur[0]:
                     cur = v['current']
@@ -201,6 +212,7 @@ class MRMergeJoin(CrawlJob):
                 old = v['old']
             else:
                 folded = v['folded']
+        self.gather(url, found, anchors)
         if found is None and pages and self.pages is not None:
             self.keep_page(url, pages)
         page, named = self.join(url, found, pages)
@@ -219,6 +231,16 @@ class MRMergeJoin(CrawlJob):
                 yield None, page
         if self.delta_records is not None:
             self.delta(url, page, new_signature, old, cur and cur[1], folded)
+
+    def gather(self, url, found, anchors):
+        """*found* (the map record of *url*, None if it leads no page) with its group's
+        anchors (MRAnchors' lists for it) in place of the map's own."""
+        if found is not None:
+            found['anchors'] = M.keep_anchors(url, found.get('duplicates'), anchors,
+                                              self.conf['merge']['max_anchors'],
+                                              lambda n, k: self.count(n, k, C.MERGE))
+        elif anchors:
+            self.count(C.ANCHOR_TARGETS_NOT_PAGES, 1, C.MERGE)
 
     def stored_at(self, place):
         return [self.store_file, place[0], place[1]]
@@ -239,12 +261,14 @@ class MRMergeJoin(CrawlJob):
         """--incremental: (url, its map record, its previous signature record, this
         build's new fetches) -> its delta record and its signature; the merged record
         made again only when its fetch or its map record changed."""
-        found, pages, old, cur, folded = None, [], None, None, None
+        found, pages, old, cur, folded, anchors = None, [], None, None, None, []
         for v in values:
             if 'page' in v:
                 pages.append(v['page'])
             elif 'map' in v:
                 found = v['map']
+            elif 'anchors' in v:
+                anchors.append(v['anchors'])
             elif 'current' in v:
                 if cur is None or v['current'][0] > cur[0]:
                     cur = v['current']
@@ -252,6 +276,7 @@ class MRMergeJoin(CrawlJob):
                 old = v['old']
             else:
                 folded = v['folded']
+        self.gather(url, found, anchors)
         cur = cur and cur[1]
         if found is None:
             self.count(C.JOIN_FETCHES_DROPPED, len(pages))

@@ -184,8 +184,8 @@ def test_the_join_writes_the_delta_the_delta_job_writes(site, tmp_path):
     conf_file = str(tmp_path / 'conf.json')
     with open(conf_file, 'w') as f:
         json.dump(conf, f)
-    merged, current, maps = (read_records(os.path.join(out, name))
-                             for name in ('merged', 'current', 'merge_map'))
+    merged, current, maps, anchors = (read_records(os.path.join(out, name)) for name in
+                                      ('merged', 'current', 'merge_map', 'anchors'))
     assert current and not any('text' in r for r in current)     # from meta/
     pages = [r for layer in sorted(os.listdir(os.path.join(out, 'out')))
              for r in read_records(os.path.join(out, 'out', layer))]
@@ -194,7 +194,7 @@ def test_the_join_writes_the_delta_the_delta_job_writes(site, tmp_path):
                                     '--build', '002')
         assert key(records) == key(fused), name
         side = tmp_path / ('delta-from-' + name)
-        _, counters = run_job(MRMergeJoin, conf_file, maps + pages + prev,
+        _, counters = run_job(MRMergeJoin, conf_file, maps + anchors + pages + prev,
                               '--build', '002', '--delta-dir', str(side))
         assert key(read_records(str(side / 'records'))) == key(fused), name
         assert counters['delta']['deleted_total'] == 5

@@ -4,6 +4,7 @@ import socket
 import pytest
 from lxml import etree
 
+from jobs.anchors import MRAnchors
 from jobs.merge import MRMerge
 from jobs.lib import html, maintext, xmlpage
 from drivers.fixture_site import PAGES
@@ -75,13 +76,21 @@ def test_description_and_headings():
                                   {'level': 1, 'text': 'Main'}]
 
 
-def anchors_by_url(maps):
-    return {m['url']: m['anchors'] for m in maps if m['anchors']}
+def anchors_by_url(conf_file, pages):
+    """MRMerge, then MRAnchors over its merge_map: ({leader: its anchors}, MRAnchors'
+    counters)."""
+    maps, _ = run_job(MRMerge, conf_file, pages)
+    out, counters = run_job(MRAnchors, conf_file, pages + maps)
+    by_url = {}
+    for rec in out:
+        by_url.setdefault(rec['url'], []).extend(rec['anchors'])
+    return {url: sorted(a, key=lambda a: (a['from'], a['text']))
+            for url, a in by_url.items()}, counters
 
 
 def test_invertlinks_gathers_anchors_per_target_and_follows_redirects(conf_file):
-    """MRMerge's first step inverts the links (Nutch's invertlinks): anchors per target,
-    a redirect's source moved to its final URL, links without text skipped."""
+    """MRAnchors inverts the links (Nutch's invertlinks): anchors per target, a
+    redirect's source moved to its final URL, links without text skipped."""
     pages = [page('http://h/a', links=['http://h/t', 'http://h/old', 'http://other/x']),
              page('http://h/b', links=['http://h/t']),
              page('http://h/t'), page('http://other/x'),
@@ -90,8 +99,8 @@ def test_invertlinks_gathers_anchors_per_target_and_follows_redirects(conf_file)
         for link in p['links']:
             link['text'] = 'to ' + link['url'].rsplit('/', 1)[1]
     pages[1]['links'].append({'url': 'http://h/empty', 'text': '  ', 'rel': ''})
-    out, counters = run_job(MRMerge, conf_file, pages)
-    assert anchors_by_url(out) == {
+    anchors, counters = anchors_by_url(conf_file, pages)
+    assert anchors == {
         'http://h/t': [{'from': 'http://h/a', 'text': 'to t'},
                        {'from': 'http://h/b', 'text': 'to t'}],
         'http://h/new': [{'from': 'http://h/a', 'text': 'to old'}],
@@ -110,8 +119,9 @@ def test_invertlinks_can_drop_internal_anchors(conf_file, tmp_path):
     p = page('http://h/a', links=['http://h/t', 'http://other/x'])
     for link in p['links']:
         link['text'] = 'x'
-    out, counters = run_job(MRMerge, str(path), [p, page('http://h/t'), page('http://other/x')])
-    assert anchors_by_url(out) == {'http://other/x': [{'from': 'http://h/a', 'text': 'x'}]}
+    anchors, counters = anchors_by_url(str(path),
+                                       [p, page('http://h/t'), page('http://other/x')])
+    assert anchors == {'http://other/x': [{'from': 'http://h/a', 'text': 'x'}]}
     assert counters['merge']['inlinks_internal_skipped_total'] == 1
 
 

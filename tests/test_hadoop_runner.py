@@ -157,6 +157,7 @@ def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_pat
     driver's --reducers), only for a YARN job whose input is over uber_max_bytes, and
     never a map-only step (Hadoop would add an identity reduce to it)."""
     from drivers.crawl import Crawl
+    from jobs.anchors import MRAnchors
     from jobs.html_to_xml import MRHtmlToXml
     from jobs.merge import MRMerge
     from jobs.merge_join import MRMergeJoin
@@ -171,7 +172,7 @@ def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_pat
     assert crawl.reduce_args('local', [str(big)]) == []
     path = conf_file(tmp_path)
     for job, wide in ((MRMergeJoin, [True]), (MRMerge, [True] + [False] * 6),
-                      (MRHtmlToXml, [False])):
+                      (MRAnchors, [True, True]), (MRHtmlToXml, [False])):
         steps = job(['--crawl-conf', path, '--reducers', '3']).steps()
         assert [s.description(i).get('jobconf', {}).get('mapreduce.job.reduces') == 3
                 for i, s in enumerate(steps)] == wide

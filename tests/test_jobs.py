@@ -6,6 +6,7 @@ import json
 import pytest
 
 from jobs.lib import counters as C
+from jobs.anchors import MRAnchors
 from jobs.merge import MRMerge
 from jobs.merge_join import MRMergeJoin
 from jobs.optimize import MROptimize
@@ -33,13 +34,18 @@ def run_job(job_cls, conf_file, records, *args, raw_lines=()):
 
 def run_merge(conf_file, records, *args):
     """The merge as the driver runs it: MRMerge over *records* (page records) into
-    merge_map records, then MRMergeJoin over those and the pages again. Returns the
-    merged records and both jobs' counters (groups merge and merge_join)."""
+    merge_map records, MRAnchors over the pages and those, then MRMergeJoin over both
+    and the pages again. Returns the merged records and the jobs' counters (groups
+    merge and merge_join)."""
+    from drivers.merge_driver import merge_step
     maps, counters = run_job(MRMerge, conf_file, records, *args)
     assert all(m['kind'] == 'merge_map' for m in maps)
     pages = [r for r in records if r.get('kind') == 'page']
-    out, join_counters = run_job(MRMergeJoin, conf_file, maps + pages, *args)
-    return out, dict(counters, **join_counters)
+    anchors, anchor_counters = run_job(MRAnchors, conf_file, pages + maps, *args)
+    assert all(a['kind'] == 'anchors' for a in anchors)
+    out, join_counters = run_job(MRMergeJoin, conf_file, maps + anchors + pages, *args)
+    return out, merge_step(*({'counters': c, 'seconds': 0} for c in (
+        counters, anchor_counters, join_counters)))['counters']
 
 
 def page(url, links=(), status='fetched', depth=0, **kw):

@@ -256,6 +256,44 @@ def test_anchors_join_the_page_and_its_duplicates(conf_file):
     assert counters['merge']['inlinks_total'] == 4
 
 
+def test_anchors_follow_a_later_redirect_and_the_fold_and_leave_the_group_out(conf_file,
+                                                                              tmp_path):
+    """MRAnchors: anchors to a URL that redirected to another key's page (a
+    ``redirected`` record; the target fetched later under its own URL) reach that page,
+    and go on to the leader it was folded into; anchors from a URL of the group itself
+    are not the page's; merge.max_anchors caps what is kept, counted."""
+    import json
+
+    def linking(url, *targets, **kw):
+        rec = page(url, **kw)
+        rec['links'] = [{'url': t, 'text': text, 'rel': ''} for t, text in targets]
+        return rec
+    pages = [page('http://g/old', status='redirected', final_url='http://g/new',
+                  digest=None),
+             linking('http://g/new', ('http://h/n', 'my twin'), digest='D', depth=1),
+             linking('http://h/n', ('http://other/z', 'z'), digest='D'),
+             linking('http://h/a', ('http://g/old', 'old name'), ('http://h/n', 'n'),
+                     ('http://other/z', 'zz')),
+             linking('http://h/b', ('http://other/z', 'zzz')),
+             page('http://other/z')]
+    out, counters = run_merge(conf_file, pages)
+    by_url = {r['url']: r for r in out}
+    assert by_url['http://h/n']['duplicates'] == ['http://g/new']
+    assert by_url['http://h/n']['anchors'] == [{'from': 'http://h/a', 'text': 'n'},
+                                               {'from': 'http://h/a', 'text': 'old name'}]
+    assert counters['merge']['inlinks_redirected_total'] == 1
+    assert len(by_url['http://other/z']['anchors']) == 3
+    conf = json.load(open(conf_file))
+    conf['merge']['max_anchors'] = 2
+    capped = tmp_path / 'capped.json'
+    capped.write_text(json.dumps(conf))
+    out, counters = run_merge(str(capped), pages)
+    z = {r['url']: r for r in out}['http://other/z']
+    assert [a['text'] for a in z['anchors']] == ['zz', 'zzz']     # sorted by from, text
+    assert counters['merge']['anchors_over_cap_total'] == 1
+    assert counters['merge']['anchors_joined_total'] == 4
+
+
 def resource(url, parent, name, status='fetched', **kw):
     rec = page(url, status=status, depth=1, resource_of=parent, resource_name=name,
                content_type='video/mp4', length=1000, http_status=200, reason=None,

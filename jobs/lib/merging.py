@@ -138,3 +138,17 @@ def gather_anchors(target, values, count):
         target = final
     count(C.ANCHOR_TARGETS, 1)
     return target, [{'from': f, 'text': t} for f, t in sorted(anchors)]
+
+
+def keep_anchors(url, duplicates, parts, cap, count):
+    """A merged page's in-link anchors from the ``anchors`` records of its group's URLs
+    (*parts*, lists of {from, text}: MRAnchors): de-duplicated, from other URLs than
+    the group's own (*url* and its *duplicates*), sorted, at most *cap*
+    (merge.max_anchors)."""
+    own = {url} | set(duplicates or ())
+    kept = sorted({(a.get('from') or '', a.get('text') or '')
+                   for part in parts for a in part if a.get('from') not in own})
+    count(C.ANCHORS_OVER_CAP, max(0, len(kept) - cap))
+    kept = kept[:cap]
+    count(C.ANCHORS_JOINED, len(kept))
+    return [{'from': f, 'text': t} for f, t in kept]

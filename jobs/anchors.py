@@ -1,0 +1,91 @@
+"""MRAnchors (MergeDriver): the in-link anchors of every merged page, Nutch's invertlinks.
+
+Reads ``page`` records (meta/* or current/: what MRMerge read, the same pages) and
+``merge_map`` records (merge_map/, MRMerge: who folds into whom). Writes one ``anchors``
+record per URL of a merged page's group that has in-link anchors (anchors/): its leader
+``url`` and the anchors ``[{from, text}, ...]`` of the links to that member. MRMergeJoin
+(jobs/merge_join.py) gathers a leader's records and keeps the distinct anchors from
+outside its group, at most ``merge.max_anchors`` (jobs.lib.merging.keep_anchors).
+
+Two shuffles, of anchors and URLs only:
+
+1. **by link target**: each link with anchor text, under its target
+   (jobs.lib.merging.inlinks; links without text are skipped, and links within a host
+   when ``merge.internal_anchors`` is off, Nutch's linkdb.ignore.internal.host), a
+   redirect's notice under the URL that redirected, and each merge_map member's
+   leader under the member. The reducer gathers a target's anchors and sends them on
+   to the URL it redirected to (jobs.lib.merging.gather_anchors): anchors to /old reach
+   the page served at /new, also when /new was fetched in a later layer.
+2. **by final URL**: a URL's anchors meet its leader notice and leave under the leader;
+   anchors to a URL that is no page (never fetched, failed, noindex) are counted
+   ``anchor_targets_not_pages_total`` and dropped.
+
+Why not in MRMerge: the anchors are most of what a merge would carry (in a group's
+summaries through its six shuffles, folded at every step), while only the group a URL
+ends in decides where its anchors go. Here they cross two shuffles, never folded.
+
+Run alone (after jobs.merge)::
+
+    python -m jobs.anchors --crawl-conf crawl/conf.json crawl/meta/000 crawl/meta/001 \\
+        crawl/merge_map -o /tmp/anchors
+"""
+from mrjob.step import MRStep
+
+from jobs.base import CrawlJob
+from jobs.lib import counters as C, merging as M
+
+
+class MRAnchors(CrawlJob):
+    COUNTER_GROUP = C.MERGE
+
+    def steps(self):
+        return [MRStep(mapper_init=self.mapper_init_links, mapper=self.mapper_links,
+                       reducer=self.reducer_by_target, jobconf=self.wide_reduce()),
+                MRStep(reducer=self.reducer_to_leader, jobconf=self.wide_reduce())]
+
+    def mapper_init_links(self):
+        self.internal_anchors = self.conf['merge']['internal_anchors']
+
+    def mapper_links(self, _, line):
+        """page line -> (link target, inlink) per anchor and (url, redirect notice);
+        merge_map line -> (member, {leader: its url}) for the leader and every URL folded
+        into it."""
+        for rec in self.records(line, 'page', 'merge_map'):
+            if rec['kind'] == 'page':
+                yield from M.inlinks(rec, self.internal_anchors, self.count)
+                continue
+            yield rec['url'], {'leader': rec['url']}
+            for dup in rec.get('duplicates') or ():
+                yield dup, {'leader': rec['url']}
+
+    def reducer_by_target(self, url, values):
+        """(URL, its inlinks, redirect notice, leader notice) -> (the URL after its
+        redirect, {anchors}) and (URL, {leader}) passed on."""
+        links = []
+        for v in values:
+            if 'leader' in v:
+                yield url, v
+            else:
+                links.append(v)
+        anchors = M.gather_anchors(url, links, self.count) if links else None
+        if anchors:
+            yield anchors[0], {'anchors': anchors[1]}
+
+    def reducer_to_leader(self, url, values):
+        """(final URL, its anchors + leader notice) -> anchors record under the leader."""
+        leader, anchors = None, []
+        for v in values:
+            if 'leader' in v:
+                leader = v['leader']
+            else:
+                anchors.extend(v['anchors'])
+        if not anchors:
+            return
+        if leader is None:
+            self.count(C.ANCHOR_TARGETS_NOT_PAGES)
+            return
+        yield None, {'kind': 'anchors', 'url': leader, 'anchors': anchors}
+
+
+if __name__ == '__main__':
+    MRAnchors.run()
