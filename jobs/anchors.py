@@ -11,7 +11,10 @@ Two shuffles, of anchors and URLs only:
 
 1. **by link target**: each link with anchor text, under its target
    (jobs.lib.merging.inlinks; links without text are skipped, and links within a host
-   when ``merge.internal_anchors`` is off, Nutch's linkdb.ignore.internal.host), a
+   when ``merge.internal_anchors`` is off, Nutch's linkdb.ignore.internal.host; a
+   mapper sends a target's links as one list, combined in memory up to
+   ``COMBINE_LINKS`` links, as a record costs more to write, sort and read than its
+   bytes), a
    redirect's notice under the URL that redirected, and each merge_map member's
    leader under the member. The reducer gathers a target's anchors and sends them on
    to the URL it redirected to (jobs.lib.merging.gather_anchors): anchors to /old reach
@@ -35,24 +38,48 @@ from jobs.base import CrawlJob
 from jobs.lib import counters as C, merging as M
 
 
+#: Links a mapper holds, combined by target, before it sends them on: a bound on its
+#: memory (a few hundred bytes a link).
+COMBINE_LINKS = 100000
+
+
 class MRAnchors(CrawlJob):
     COUNTER_GROUP = C.MERGE
 
     def steps(self):
         return [MRStep(mapper_init=self.mapper_init_links, mapper=self.mapper_links,
-                       reducer=self.reducer_by_target, jobconf=self.wide_reduce()),
+                       mapper_final=self.flush_links, reducer=self.reducer_by_target,
+                       jobconf=self.wide_reduce()),
                 MRStep(reducer=self.reducer_to_leader, jobconf=self.wide_reduce())]
 
     def mapper_init_links(self):
         self.internal_anchors = self.conf['merge']['internal_anchors']
+        self.pending, self.held = {}, 0
+
+    def flush_links(self):
+        """(target, {inlinks: [[from, text], ...]}) per target of the links held."""
+        for target, links in self.pending.items():
+            yield target, {'inlinks': links}
+        self.pending, self.held = {}, 0
 
     def mapper_links(self, _, line):
-        """page line -> (link target, inlink) per anchor and (url, redirect notice);
-        merge_map line -> (member, {leader: its url}) for the leader and every URL folded
-        into it."""
+        """page line -> its links with anchor text, held by target (:meth:`flush_links`),
+        and (url, redirect notice); merge_map line -> (member, {leader: its url}) for the
+        leader and every URL folded into it."""
         for rec in self.records(line, 'page', 'merge_map'):
             if rec['kind'] == 'page':
-                yield from M.inlinks(rec, self.internal_anchors, self.count)
+                source, links = M.inlinks(rec, self.internal_anchors, self.count)
+                if source != rec['url']:
+                    yield rec['url'], {'redirect': source}
+                pending = self.pending
+                for target, text in links:
+                    if target in pending:
+                        pending[target].append((source, text))
+                    else:
+                        pending[target] = [(source, text)]
+                self.held += len(links)
+                if self.held >= COMBINE_LINKS:
+                    yield from self.flush_links()
                 continue
             yield rec['url'], {'leader': rec['url']}
             for dup in rec.get('duplicates') or ():

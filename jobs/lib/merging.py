@@ -97,40 +97,47 @@ MAX_ANCHORS_PER_TARGET = 1000
 
 
 def inlinks(page, internal, count):
-    """Nutch's invertlinks for one page record: (link target, {from, text}) per link with
-    anchor text, and (url, {redirect: final url}) for a URL that redirected, so that
-    anchors to /old reach the page served at /new. Links without anchor text are
-    skipped, and links to the same host when *internal* (merge.internal_anchors) is off
-    (Nutch's linkdb.ignore.internal.host); a sitemap's or robots.txt's list of URLs has
-    no anchors. *count* (name, n) counts what is skipped and kept."""
+    """Nutch's invertlinks for one page record: (the URL it was fetched as, and the URL
+    it ended at), and [(link target, anchor text), ...] per link with anchor text, so
+    that anchors to /old reach the page served at /new and the source is named once.
+    Links without anchor text are skipped, and links to the same host when *internal*
+    (merge.internal_anchors) is off (Nutch's linkdb.ignore.internal.host); a sitemap's
+    or robots.txt's list of URLs has no anchors. *count* (name, n) counts what is
+    skipped and kept, once per page."""
     source = page.get('final_url') or page['url']
-    if page['url'] != source:
-        yield page['url'], {'redirect': source}
     if page.get('noindex') and page.get('sitemap'):
-        return
+        return source, []
     host = urls.host(source) if not internal else None
+    out, empty, internal_skipped = [], 0, 0
     for link in page.get('links') or ():
-        text = ' '.join((link.get('text') or '').split())
+        text = link.get('text')
+        text = ' '.join(text.split()) if text else ''
         if not text:
-            count(C.INLINKS_EMPTY_SKIPPED, 1)
-            continue
-        if host is not None and urls.host(link['url']) == host:
-            count(C.INLINKS_INTERNAL_SKIPPED, 1)
-            continue
-        count(C.INLINKS, 1)
-        yield link['url'], {'inlink': {'from': source, 'text': text}}
+            empty += 1
+        elif host is not None and urls.host(link['url']) == host:
+            internal_skipped += 1
+        else:
+            out.append((link['url'], text))
+    count(C.INLINKS_EMPTY_SKIPPED, empty)
+    count(C.INLINKS_INTERNAL_SKIPPED, internal_skipped)
+    count(C.INLINKS, len(out))
+    return source, out
 
 
 def gather_anchors(target, values, count):
     """The reduce side of :func:`inlinks` for one URL: (the URL they belong to, after
     its redirect, [{from, text}, ...] sorted) or None without anchors. *values* holds
-    the inlinks and redirect notices of *target*; other values are not looked at."""
+    the redirect notices of *target* ({redirect: final url}) and its inlinks, as lists
+    ({inlinks: [[from, text], ...]}: a mapper's, combined)."""
     anchors, final = set(), None
     for v in values:
         if 'redirect' in v:
             final = v['redirect']
-        elif len(anchors) < MAX_ANCHORS_PER_TARGET:
-            anchors.add((v['inlink']['from'], v['inlink']['text']))
+            continue
+        for a in v['inlinks']:
+            if len(anchors) >= MAX_ANCHORS_PER_TARGET:
+                break
+            anchors.add((a[0], a[1]))
     if not anchors:
         return None
     if final is not None and final != target:
