@@ -1,4 +1,4 @@
-"""MRAnchors (MergeDriver): the in-link anchors of every merged page, Nutch's invertlinks.
+"""MRAnchors (MergeDriver), job 2 of 3: each merged page's in-link anchors (invertlinks).
 
 Reads ``page`` records (meta/* or current/: what MRMerge read, the same pages) and
 ``merge_map`` records (merge_map/, MRMerge: who folds into whom). Writes one ``anchors``

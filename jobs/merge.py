@@ -1,14 +1,14 @@
-"""MRMerge (MergeDriver), step 1 of 2: which pages fold into which, on slim summaries.
+"""MRMerge (MergeDriver), job 1 of 3: which pages fold into which, on slim summaries.
 
 Reads ``page`` records of every layer (out/*; they carry doc/'s fetch metadata and the
 parse results, without the raw body), or the same records without their text (meta/*,
 jobs.lib.sidefile: all this job reads of a page when its SimHash is current). Writes
-``merge_map`` records (merge_map/): one per distinct HTML page (a *leader*), naming the URLs folded into it, with its SimHash and
-secondary resources. MRAnchors (jobs/anchors.py) then gathers the in-link anchors of
-each group, and MRMergeJoin (jobs/merge_join.py) joins both with out/* into ``merged``
-records (merged/).
+``merge_map`` records (merge_map/): one per distinct HTML page (a *leader*), naming the
+URLs folded into it, with its SimHash and secondary resources. MRAnchors
+(jobs/anchors.py) then gathers the in-link anchors of each group, and MRMergeJoin
+(jobs/merge_join.py) joins both with out/* into ``merged`` records (merged/).
 
-**Why two jobs.** A page record is tens of KB (text, main text, links); the decisions
+**Why apart from the join.** A page record is tens of KB (text, main text, links); the decisions
 below need a few hundred bytes of it. This job's mapper reads each page once and emits
 a *summary* (url, final URL, digest, SimHash, relevance, fetch time, layer: what the
 folding and the order need); every later shuffle here carries summaries and resource

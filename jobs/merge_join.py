@@ -1,4 +1,4 @@
-"""MRMergeJoin (MergeDriver), step 2 of 2: the merged records, each page's text joined once.
+"""MRMergeJoin (MergeDriver), job 3 of 3: the merged records, each page's text joined once.
 
 Reads ``merge_map`` records (merge_map/, MRMerge: one per distinct page, naming what
 folds into it), ``anchors`` records (anchors/, MRAnchors: the in-link anchors of each
@@ -28,10 +28,10 @@ their documents, without that job's passes over both builds' pages. With
 names where its record is (file, offset, length).
 
 ``--incremental`` (a later cycle's delta build, drivers/merge_driver.py): the inputs
-are merge_map/, anchors/, the previous build's signatures/ and only the new layers' out/. Per
-URL: a page whose chosen fetch is new is joined from it; one whose fetch and merge_map
-record are unchanged keeps its stored record, unread (``stored_reused_total``); one
-whose fetch is unchanged but whose folds or anchors changed is read back from its
+are merge_map/, anchors/, the previous build's signatures/ and only the new layers'
+out/. Per URL: a page whose chosen fetch is new is joined from it; one whose fetch and
+merge_map record are unchanged keeps its stored record, unread
+(``stored_reused_total``); one whose fetch is unchanged but whose folds or anchors changed is read back from its
 place and the map applied again (``stored_reread_total``); a URL that leads no page
 now is a deletion. The records that changed go to the delta's records/ (which is then
 where the next build finds them), every page's signature to --signature-dir.

@@ -122,8 +122,14 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 ``merge_map`` (merge_map/, MRMerge): one per distinct page, what MRMergeJoin attaches
     url (the canonical URL, after redirects), fetch ([fetch_time, layer, URL fetched]:
     the fetch whose page fields the merged record takes, jobs.lib.merging.latest_key),
-    and duplicates, near_duplicates, canonical_duplicates, simhash, anchors, resources
-    as in ``merged``.
+    and duplicates, near_duplicates, canonical_duplicates, simhash, resources as in
+    ``merged``.
+
+``anchors`` (anchors/, MRAnchors): the in-link anchors of one URL of a page's group:
+    url (the group's canonical URL, which merge_map names), anchors (list of {from:
+    linking page URL, text: anchor text}: the links to that URL, or to a URL that
+    redirected to it, sorted). MRMergeJoin gathers a page's records into ``merged``'s
+    anchors.
 
 ``signature`` (signatures/, MRMergeJoin): one per page of the crawl as it stands: url,
     signature (str: SHA-1 of what its XML document carries, jobs.lib.deltas.signature),
@@ -138,8 +144,8 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     (its latest page record, in store/BUILD/, or its merged record from when it led),
     named: what a later build in which it leads reads back.
 
-``merged`` (merged/, MRMergeJoin from merge_map/ and out/*): one per distinct page
-    the page fields of the canonical URL's latest fetch (without body or raw_body),
+``merged`` (merged/, MRMergeJoin from merge_map/, anchors/ and out/*): one per distinct
+    page: the page fields of the canonical URL's latest fetch (without body or raw_body),
     plus duplicates (list of str: the other URLs
     folded into it: same digest, redirect sources, near duplicates, rel=canonical),
     near_duplicates and canonical_duplicates (list of str: the subsets of duplicates
