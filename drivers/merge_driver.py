@@ -117,6 +117,7 @@ class MergeDriver:
         c.progress('outputs of build %s are behind: %s' % (built, (
             'adding build %s as a delta over them' if mode == 'delta' else
             'rebuilding them as %s') % build))
+        self.keep_current(build, done)
         if not self.previous():
             for name in ('signatures', 'merged'):
                 if c.fs.exists(c.path(name)):
@@ -125,13 +126,27 @@ class MergeDriver:
         for name in FINAL_OUTPUTS:
             if mode == 'full' or name not in ('merged', 'xml'):
                 c.fs.rm(c.path(name))
+        current_since = done.get('layers') if c.fs.exists(c.path('prev_current')) else None
         if mode == 'delta':
             self.record_outputs(build=build, mode=mode, deltas=done.get('deltas', []) + [
-                build], since=done['layers'], layers=top, changes_before=done['changes'])
+                build], since=done['layers'], layers=top, changes_before=done['changes'],
+                current_since=current_since)
         else:
             c.fs.write_text(c.path('outputs.json'), json.dumps(
-                {'build': build, 'mode': mode, 'base': build, 'deltas': [], 'layers': top}))
+                {'build': build, 'mode': mode, 'base': build, 'deltas': [], 'layers': top,
+                 'current_since': current_since}))
         return mode
+
+    def keep_current(self, build, done):
+        """The last build's current/ kept as prev_current/ for this one's MRCurrent,
+        which then reads it and the layers new since it (:meth:`summaries`); not for a
+        reparse, whose page records are all new, nor when the last build recorded no
+        top layer."""
+        c = self.crawl
+        c.fs.rm(c.path('prev_current'))
+        if 'reparse' not in build and done.get('layers') is not None and \
+                c.fs.exists(c.path('current')):
+            c.fs.rename(c.path('current'), c.path('prev_current'))
 
     def merge(self, cycle, build, draw=None):
         """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
@@ -202,14 +217,21 @@ class MergeDriver:
         """What MRMerge and the index read of the pages (*inputs*: meta/* or out/*): in
         the first cycle the inputs themselves (each URL fetched once); from the second
         on, each URL's current fetch (MRCurrent -> current/), from meta/* when whole,
-        so that no job copies every page's text. *again*: current/ made afresh."""
+        so that no job copies every page's text; from the last build's current/ and the
+        layers new since it when it was kept (prev_current/). *again*: current/ made
+        afresh from every layer of *inputs*."""
         from jobs.current import MRCurrent
         c = self.crawl
         if cycle == 1:
             return inputs
+        prev, since = c.path('prev_current'), self.outputs().get('current_since')
         if again:
             c.fs.rm(c.path('current'))
+            c.fs.rm(prev)
+        elif since is not None and c.fs.exists(prev):
+            inputs = [prev] + [i for i in inputs if int(i.rstrip('/').rsplit('/', 1)[1]) > since]
         c.run_step('current', MRCurrent, inputs, c.path('current'))
+        c.fs.rm(prev)
         return [c.path('current')]
 
     def merge_group(self, cycle, metas, sources, full=True):

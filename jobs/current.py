@@ -12,10 +12,14 @@ index read current/; MRMergeJoin takes each page's text from out/*, the fetch MR
 chose (its merge_map record's ``fetch``).
 
 In a crawl's first cycle each URL is fetched once and the merge reads out/* directly:
-this job runs only when a URL can have fetches from several cycles.
+this job runs only when a URL can have fetches from several cycles. From the third on
+it reads the last build's current/ and the layers new since it only (MergeDriver
+.summaries): a URL's current fetch is the greatest of its fetches in one order
+(jobs.lib.merging.current_key), so the greatest of the old greatest and the new fetches
+is the same, and the job's cost follows the crawl's size, not its number of cycles.
 
 Counters: ``current_total`` (URLs), ``superseded_total`` (fetches replaced by a later
-one of the same URL).
+one of the same URL), ``current_read_total`` (fetches read).
 
 Run alone::
 
@@ -48,6 +52,7 @@ class MRCurrent(CrawlJob):
             if best is None or M.current_key(rec) > M.current_key(best):
                 best = rec
         self.count(C.CURRENT_PAGES)
+        self.count(C.CURRENT_READ, n)
         if n > 1:
             self.count(C.SUPERSEDED, n - 1)
         yield None, best

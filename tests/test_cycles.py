@@ -326,6 +326,41 @@ def test_deltas_past_the_compact_ratio_rebuild_the_outputs_in_full(site, tmp_pat
         site.url('/t/edit.html')}
 
 
+def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_layers(
+        site, tmp_path):
+    """From the third cycle on, MRCurrent reads the last build's current/ and the layers
+    new since it, not every layer of every cycle; current/ is the same as from every
+    layer, and so are the outputs."""
+    from jobs.current import MRCurrent
+    from tests.test_jobs import run_job
+    site.overrides.update(CYCLE1)
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
+    _cycle2(site)
+    crawl_site(site, tmp_path, conf, depth=1)
+    second = read_records(os.path.join(out, 'current'))
+    top = json.load(open(os.path.join(out, 'outputs.json')))['layers']
+    site.overrides['/t/edit.html'] = _body('Edited', 'third edition of a page about rivers')
+    crawl_site(site, tmp_path, conf, depth=1)
+    assert not os.path.exists(os.path.join(out, 'prev_current'))
+    layers = sorted(os.listdir(os.path.join(out, 'meta')))
+    new = [r for n in layers if int(n) > top
+           for r in read_records(os.path.join(out, 'meta', n))]
+    assert new and len(layers) > len([n for n in layers if int(n) > top])
+    counters = json.load(open(os.path.join(out, 'steps', 'current.json')))['counters']
+    assert counters['current']['current_read_total'] == len(second) + len(new)
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(conf, f)
+    every = [r for n in layers for r in read_records(os.path.join(out, 'meta', n))]
+    full, _ = run_job(MRCurrent, conf_file, every)
+
+    def key(recs):
+        return sorted(json.dumps(r, sort_keys=True) for r in recs)
+    assert key(read_records(os.path.join(out, 'current'))) == key(full)
+    assert 'third edition' in current_xml(out)[site.url('/t/edit.html')]
+
+
 def test_a_deeper_rerun_fetches_only_the_new_layer_and_rebuilds_outputs(site, tmp_path):
     conf = test_conf('politeness.delay=0.02')
     out, first = crawl_site(site, tmp_path, conf, depth=1)

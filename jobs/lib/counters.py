@@ -254,6 +254,7 @@ SEED_HOSTS = 'seed_hosts_total'       #: distinct hosts of the seeds
 # current (MRCurrent: each URL's current fetch, from a crawl's second cycle on)
 CURRENT = 'current'
 CURRENT_PAGES = 'current_total'       #: URLs with a current fetch
+CURRENT_READ = 'current_read_total'   #: fetches read: the last build's current/ and new layers'
 SUPERSEDED = 'superseded_total'       #: fetches a later definitive fetch replaced
 
 # delta (MRDelta: what changed since the last build)
