@@ -366,6 +366,54 @@ def test_the_browsers_requests_are_cached_as_a_browsers_are(tmp_path, cache_byte
     assert stats['subrequest_bytes_total'] == len(APP_JS) + 4 * len(js)
 
 
+def test_a_304_for_a_response_dropped_meanwhile_is_asked_again_in_full(tmp_path):
+    """A stale script is revalidated, and while the 304 is on its way another
+    response takes the cache's bytes: the browser, which sent no validators, still
+    gets the whole script, asked for again without them (counted)."""
+    import email.utils
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.robots import RobotsCache
+    from jobs.lib.subrequest import Asked, Budget, SubRequests
+    js = b'window.seen = (window.seen || 0) + 1;'
+    with FixtureSite('127.0.0.16') as s:
+        s.overrides['/etag.js'] = ('typed', 'application/javascript', js)
+        conf = _conf(tmp_path, '127.0.0.99', True, 'render.cache_bytes=2000')
+        stats = {}
+        subs = SubRequests(conf, RobotsCache(), Resolver(True),
+                           lambda n, k=1: stats.__setitem__(n, stats.get(n, 0) + k))
+        page_fetcher = HostFetcher(conf, resolver=Resolver(True))   # another key's
+        url = s.url('/etag.js')
+        lookup, stale = subs.cache.lookup, []
+
+        def lookup_then_fill(u, headers):
+            # The lookup made right before the request goes out (SubRequests looks up
+            # again once the fetcher's turn comes): two other responses come in then.
+            got = lookup(u, headers)
+            if u == url and getattr(got, 'validators', None):
+                stale.append(got)
+                if len(stale) == 2:
+                    for n in (1, 2):
+                        other = lookup('http://127.0.0.16/filler%d.js' % n, {})
+                        subs.cache.store(other, 200, {
+                            'Date': email.utils.formatdate(usegmt=True),
+                            'Cache-Control': 'max-age=60'}, b'x' * 1200)
+            return got
+        subs.cache.lookup = lookup_then_fill
+        try:
+            got = [subs.fetch(Asked(url, 'GET', {}), page_fetcher, Budget(conf['render']))
+                   for _ in range(2)]
+        finally:
+            subs.close()
+        asked = [(r['path'], r['headers'].get('If-None-Match')) for r in s.requests
+                 if r['path'] == '/etag.js']
+    etag = '"%s"' % hashlib.sha1(js).hexdigest()[:16]
+    assert [(g[0], g[2]) for g in got] == [(200, js), (200, js)]
+    assert asked == [('/etag.js', None), ('/etag.js', etag), ('/etag.js', None)]
+    assert stats['subrequests_revalidated_dropped_total'] == 1
+    assert 'subrequests_revalidated_total' not in stats
+
+
 def test_keys_that_start_at_once_share_the_tasks_browser_context(tmp_path):
     """Three keys' first pages wait together for the browser to start: they open their
     pages in one context (in three, Chromium started a renderer process per load)."""

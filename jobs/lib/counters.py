@@ -74,6 +74,7 @@ SUBREQUESTS_OTHER_KEY = 'subrequests_other_key_total'  #: of the browser's reque
 #: to another politeness key than the page's (its own fetcher and delay)
 SUBREQUESTS_CACHED = 'subrequests_cached_total'  #: answered from the task's cache, no request
 SUBREQUESTS_REVALIDATED = 'subrequests_revalidated_total'  #: a 304: the stored body answered
+SUBREQUESTS_REVALIDATED_DROPPED = 'subrequests_revalidated_dropped_total'  #: a 304 for a body dropped meanwhile: asked again
 SUBREQUEST_BYTES = 'subrequest_bytes_total'  #: body bytes read for the browser
 SUBREQUEST_ROBOTS_FETCHED = 'subrequest_robots_txt_fetched_total'  #: robots.txt of other keys
 # Also, by reason: render_failed_<reason>_total (the page is parsed as fetched:

@@ -193,12 +193,24 @@ class SubRequests:
         self._stat(C.SUBREQUESTS_FETCHED)
         kept = {k: v for k, v in resp.headers.items() if k.lower() not in WIRE_HEADERS}
         got = self.cache.store(stale, resp.status_code, kept, body)
-        if got is None:
-            return resp.status_code, kept, body
-        with self._lock:          # a 304 to the cache's validators: the stored body
-            budget.bytes -= len(got[2])
-        self._stat(C.SUBREQUESTS_REVALIDATED)
-        return got
+        if got is not None:       # a 304 to the cache's validators: the stored body
+            with self._lock:
+                budget.bytes -= len(got[2])
+            self._stat(C.SUBREQUESTS_REVALIDATED)
+            return got
+        if resp.status_code == 304 and stale.validators:
+            # The stored response was dropped (its bytes went to newer ones) while it
+            # was revalidated, and the browser, which sent no validators, needs a body:
+            # asked again, unconditionally.
+            self._stat(C.SUBREQUESTS_REVALIDATED_DROPPED)
+            with self._lock:
+                over = budget.over()
+                if over is None:
+                    budget.requests -= 1
+            if over is not None:
+                return 'over_budget_' + over
+            return self._fetch_now(f, url, headers, budget, Stale(stale.request, {}))
+        return resp.status_code, kept, body
 
     def _other(self, url, key):
         """The task's fetcher of *url*'s politeness key *key* (not the page's), made once."""
