@@ -9,7 +9,7 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh
+.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
@@ -29,6 +29,10 @@ bench-quick: bench-deps  ## Smallest benchmark point only (politeness-bound, a f
 
 bench-refresh: bench-deps  ## A crawl cycle's refresh cost: 1 % of the cpu4x web changed (POINT=cpu4x)
 	$(BENCH_PY) bench/refresh.py $(or $(POINT),cpu4x)
+
+bench-refresh-nutch: bench-deps  ## The same refresh with Apache Nutch 1.20 in local mode (POINT=cpu1x)
+	test -x bench/work/nutch/runtime/local/bin/nutch || bash bench/nutch/setup.sh
+	$(BENCH_PY) bench/refresh_nutch.py $(or $(POINT),cpu1x)
 
 bench-media: bench-deps  ## Media store + thumbnails vs Scrapy's ImagesPipeline on a gallery web
 	$(BENCH_PY) bench/media.py
