@@ -118,12 +118,9 @@ class SubRequests:
             rules = f._rules_for(url)
             if rules is not None and not rules.allowed(url):
                 return 'robots'
-            with self._lock:           # a page's requests run at once in threads
-                over = budget.over()   # only requests that would go out spend it
-                if over is None:
-                    budget.requests -= 1
+            over = self._spend(budget)   # only requests that would go out spend it
             if over is not None:
-                return 'over_budget_' + over
+                return over
             return self._fetch(f, url, headers, budget)
         except OutOfBudget:
             return 'time_budget'
@@ -144,6 +141,14 @@ class SubRequests:
                     budget.requests += 1      # spent for a request that did not go out
                 return stored
             return self._fetch_now(f, url, headers, budget, stored)
+
+    def _spend(self, budget):
+        """One request of the page's *budget* spent, or why not ('over_budget_...')."""
+        with self._lock:           # a page's requests run at once in threads
+            over = budget.over()
+            if over is None:
+                budget.requests -= 1
+        return None if over is None else 'over_budget_' + over
 
     def _cached(self, url, headers, budget):
         """The cache's fresh response to *url* (counted; its bytes spent from the page's
@@ -203,12 +208,9 @@ class SubRequests:
             # was revalidated, and the browser, which sent no validators, needs a body:
             # asked again, unconditionally.
             self._stat(C.SUBREQUESTS_REVALIDATED_DROPPED)
-            with self._lock:
-                over = budget.over()
-                if over is None:
-                    budget.requests -= 1
+            over = self._spend(budget)
             if over is not None:
-                return 'over_budget_' + over
+                return over
             return self._fetch_now(f, url, headers, budget, Stale(stale.request, {}))
         return resp.status_code, kept, body
 
