@@ -197,22 +197,7 @@ class MRMergeJoin(CrawlJob):
         if self.options.incremental:
             yield from self.reducer_incremental(url, values)
             return
-        found, pages, old, cur, folded, anchors = None, [], None, None, None, []
-        for v in values:
-            if 'page' in v:
-                pages.append(v['page'])
-            elif 'map' in v:
-                found = v['map']
-            elif 'anchors' in v:
-                anchors.append(v['anchors'])
-            elif 'current' in v:     # its fetches: the current one counts (MRCurrent)
-                if cur is None or v['current'][0] > cur[0]:
-                    cur = v['current']
-            elif 'old' in v:
-                old = v['old']
-            else:
-                folded = v['folded']
-        self.gather(url, found, anchors)
+        found, pages, old, cur, folded = self.sorted_values(url, values)
         if found is None and pages and self.pages is not None:
             self.keep_page(url, pages)
         page, named = self.join(url, found, pages)
@@ -231,6 +216,28 @@ class MRMergeJoin(CrawlJob):
                 yield None, page
         if self.delta_records is not None:
             self.delta(url, page, new_signature, old, cur and cur[1], folded)
+
+    def sorted_values(self, url, values):
+        """A URL's values by kind: (its map record with its group's anchors
+        (:meth:`gather`), its page records, its previous signature, its current fetch
+        ([key, delta.current]), the leader it is folded into)."""
+        found, pages, old, cur, folded, anchors = None, [], None, None, None, []
+        for v in values:
+            if 'page' in v:
+                pages.append(v['page'])
+            elif 'map' in v:
+                found = v['map']
+            elif 'anchors' in v:
+                anchors.append(v['anchors'])
+            elif 'current' in v:     # its fetches: the current one counts (MRCurrent)
+                if cur is None or v['current'][0] > cur[0]:
+                    cur = v['current']
+            elif 'old' in v:
+                old = v['old']
+            else:
+                folded = v['folded']
+        self.gather(url, found, anchors)
+        return found, pages, old, cur, folded
 
     def gather(self, url, found, anchors):
         """*found* (the map record of *url*, None if it leads no page) with its group's
@@ -261,22 +268,7 @@ class MRMergeJoin(CrawlJob):
         """--incremental: (url, its map record, its previous signature record, this
         build's new fetches) -> its delta record and its signature; the merged record
         made again only when its fetch or its map record changed."""
-        found, pages, old, cur, folded, anchors = None, [], None, None, None, []
-        for v in values:
-            if 'page' in v:
-                pages.append(v['page'])
-            elif 'map' in v:
-                found = v['map']
-            elif 'anchors' in v:
-                anchors.append(v['anchors'])
-            elif 'current' in v:
-                if cur is None or v['current'][0] > cur[0]:
-                    cur = v['current']
-            elif 'old' in v:
-                old = v['old']
-            else:
-                folded = v['folded']
-        self.gather(url, found, anchors)
+        found, pages, old, cur, folded = self.sorted_values(url, values)
         cur = cur and cur[1]
         if found is None:
             self.count(C.JOIN_FETCHES_DROPPED, len(pages))
