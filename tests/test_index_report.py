@@ -286,6 +286,7 @@ def test_rows_to_parquet_buffers_a_bounded_number_of_rows(tmp_path):
     counts = rows_to_parquet(fslib.LocalFS(), str(rows_dir), str(tmp_path / 'index'),
                              str(tmp_path / 'hosts'), max_buffered=4)
     assert counts['rows'] == 25 and counts['hosts'] == 1 and counts['bad_lines'] == 2
+    assert counts['fast_rows'] == 0     # "200" is no int32 for Arrow: line by line
     assert counts['row_groups'] >= 25 // 4
     f = pq.ParquetFile(str(tmp_path / 'index' / 'layer=001' / 'part-00000.parquet'))
     assert f.metadata.num_row_groups > 1 and f.metadata.num_rows == 8
@@ -295,6 +296,33 @@ def test_rows_to_parquet_buffers_a_bounded_number_of_rows(tmp_path):
     hosts = pq.read_table(str(tmp_path / 'hosts' / 'layer=000' / 'part-00000.parquet'))
     assert hosts.to_pylist()[0]['reasons'] == [('time_budget', 1)]
     assert hosts.to_pylist()[0]['deferred'] == 1
+
+
+def test_rows_parsed_by_arrow_equal_rows_converted_one_by_one(tmp_path):
+    recs = [{'kind': 'index_row', 'url': 'http://h%d.example/p\u00e9' % i, 'layer': i % 3,
+             'status': 'fetched' if i % 4 else 'failed', 'reason': None if i % 4 else '503',
+             'http_status': 200 + i, 'depth': i % 3, 'length': 10 ** 10 + i,
+             'elapsed': i / 7, 'attempts': 1, 'title': 'T "%d" \\ <x>' % i,
+             'fetch_time': ['2026-11-30T08:00:00Z', '2026-11-30T08:00:00',
+                            '2026-11-30T10:00:00.123456+02:00', None][i % 4]}
+            for i in range(30)]
+    recs[5].pop('layer')          # no layer: layer 0, as the per-line way reads it
+    recs[6]['duplicate_of'] = 'http://h0.example/p'
+    tables = {}
+    for name, dump in (('arrow', orjson.dumps),
+                       ('lines', lambda r: json.dumps(r).encode())):   # "kind": spaced
+        rows_dir = tmp_path / name / 'rows'
+        rows_dir.mkdir(parents=True)
+        (rows_dir / 'part-00000').write_bytes(b'\n'.join(dump(r) for r in recs) + b'\n')
+        counts = rows_to_parquet(fslib.LocalFS(), str(rows_dir), str(tmp_path / name / 'index'),
+                                 str(tmp_path / name / 'hosts'), max_buffered=7)
+        assert counts['rows'] == 30 and counts['bad_lines'] == 0
+        assert counts['fast_rows'] == (30 if name == 'arrow' else 0)
+        tables[name] = index_table(str(tmp_path / name))
+    assert tables['arrow'].sort_by('url').equals(tables['lines'].sort_by('url'))
+    rows = {r['url']: r for r in tables['arrow'].to_pylist()}
+    assert rows['http://h2.example/p\u00e9']['fetch_time'].hour == 8    # +02:00 -> UTC
+    assert rows['http://h5.example/p\u00e9']['layer'] == 0
 
 
 class FakeHdfsClient:
