@@ -107,6 +107,17 @@ def test_bands_cover_the_bits_and_find_every_pair_within_k():
     assert simhash.first_common_band(0, (1 << 64) - 1, 3) is None
 
 
+def test_the_first_common_band_is_the_first_equal_band_key():
+    rnd = random.Random(5)
+    for k in (0, 1, 3, 7):
+        for _ in range(3000):
+            a = rnd.getrandbits(64)
+            b = a ^ (rnd.getrandbits(64) & rnd.getrandbits(64) & rnd.getrandbits(64))
+            same = [i for (i, x), (_, y) in zip(simhash.bands(a, k), simhash.bands(b, k))
+                    if x == y]
+            assert simhash.first_common_band(a, b, k) == (same[0] if same else None)
+
+
 def text_page(url, text, **kw):
     return page(url, digest='sha1:' + url, text=text, **kw)
 

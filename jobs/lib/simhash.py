@@ -25,6 +25,7 @@ Banding: cut the 64 bits into ``k + 1`` bands. Two fingerprints that differ in a
 all-pairs comparison is made anywhere. Pairs that meet in a bucket are candidates only:
 they are verified on the whole fingerprint.
 """
+import functools
 import re
 
 import numpy
@@ -164,8 +165,9 @@ def from_hex(text):
     return int(text, 16)
 
 
+@functools.lru_cache(maxsize=None)
 def band_bounds(max_distance):
-    """``[(shift, width), ...]``: the ``max_distance + 1`` bands covering the 64 bits."""
+    """``((shift, width), ...)``: the ``max_distance + 1`` bands covering the 64 bits."""
     n = max_distance + 1
     if not 1 <= n <= BITS:
         raise ValueError('max_distance must be 0..%d, got %r' % (BITS - 1, max_distance))
@@ -175,22 +177,30 @@ def band_bounds(max_distance):
         width = base + (1 if i < extra else 0)
         bounds.append((shift, width))
         shift += width
-    return bounds
+    return tuple(bounds)
+
+
+@functools.lru_cache(maxsize=None)
+def _band_masks(max_distance):
+    """``((index, shift, mask), ...)`` of :func:`band_bounds`: what the hot loops use."""
+    return tuple((i, shift, (1 << width) - 1)
+                 for i, (shift, width) in enumerate(band_bounds(max_distance)))
 
 
 def bands(value, max_distance):
     """``[(band index, band bits), ...]`` of a fingerprint: its keys for the shuffle."""
-    return [(i, (value >> shift) & ((1 << width) - 1))
-            for i, (shift, width) in enumerate(band_bounds(max_distance))]
+    return [(i, (value >> shift) & mask) for i, shift, mask in _band_masks(max_distance)]
 
 
 def first_common_band(a, b, max_distance):
     """Index of the first band where *a* and *b* agree, or None.
 
     A verified pair meets in every band it shares; only the bucket of the first one
-    reports it, so each pair is found once without a de-duplication step.
+    reports it, so each pair is found once without a de-duplication step. Two
+    fingerprints agree on a band where their XOR has no bit set.
     """
-    for (i, x), (_, y) in zip(bands(a, max_distance), bands(b, max_distance)):
-        if x == y:
+    differ = a ^ b
+    for i, shift, mask in _band_masks(max_distance):
+        if not (differ >> shift) & mask:
             return i
     return None
