@@ -253,17 +253,20 @@ class MRMerge(CrawlJob):
                 self.count(C.NEAR_BUCKET_OVERFLOW)
         bucket.sort(key=lambda s: s['url'])   # the same pages compared in any run
         fps = [simhash.from_hex(s['simhash']) for s in bucket]
+        candidates = rejected = 0      # counted once per bucket: pairs are many
         for i in range(len(bucket)):
             for j in range(i + 1, len(bucket)):
                 if simhash.first_common_band(fps[i], fps[j], k) != band:
                     continue
-                self.count(C.NEAR_CANDIDATES)
+                candidates += 1
                 d = simhash.distance(fps[i], fps[j])
                 if d > k:
-                    self.count(C.NEAR_REJECTED)
+                    rejected += 1
                     continue
                 yield bucket[i]['url'], {'near': bucket[j], 'distance': d}
                 yield bucket[j]['url'], {'near': bucket[i], 'distance': d}
+        self.count(C.NEAR_CANDIDATES, candidates)
+        self.count(C.NEAR_REJECTED, rejected)
 
     # -- step 4: who leads a group ------------------------------------------------------
 
