@@ -169,7 +169,7 @@ class Crawl:
             return self.report.load_step(name)
         tmp = self.path('tmp', name)
         self.fs.rm(tmp)
-        runner_name = runner or self.runner_for(job_cls, inputs)
+        runner_name = runner or self.runner_for(job_cls, inputs, extra_args)
         args = self.job_args(runner_name, tmp, extra_args, inputs)
         start = time.monotonic()
         try:
@@ -237,15 +237,21 @@ class Crawl:
     #: side (a small politeness-bound layer is the exception: :meth:`fetch_inline`).
     NEVER_INLINE = ('MRFetch',)
 
-    def runner_for(self, job_cls, inputs):
+    def runner_for(self, job_cls, inputs, extra_args=()):
         """The runner for one step: ``inline`` for a small job of a local-runner crawl
-        (runner.uber_max_bytes) or of a Hadoop crawl (hadoop.local_max_bytes: the job
-        then reads and writes HDFS from the driver, drivers/hadoop.py), else the crawl's
-        runner."""
+        (at most runner.uber_max_bytes of input per step of the job: what inline saves
+        is each step's start of task processes and sort, while the local runner's tasks
+        share the work between cores) or of a Hadoop crawl (hadoop.local_max_bytes: the
+        job then reads and writes HDFS from the driver, drivers/hadoop.py), else the
+        crawl's runner. *extra_args*: the job's own, which can change its steps."""
         limit = {'local': self.conf['runner']['uber_max_bytes'],
                  'hadoop': self.conf['hadoop']['local_max_bytes']}.get(self.runner, 0)
         if limit <= 0 or job_cls.__name__ in self.NEVER_INLINE:
             return self.runner
+        if self.runner == 'local':
+            job = job_cls(args=list(extra_args))
+            job._conf = self.conf        # CrawlJob.conf: the resolved settings, as a task's
+            limit *= len(job.steps())
         return self.runner if self.input_bytes(inputs, limit) > limit else 'inline'
 
     # -- the loop -------------------------------------------------------------------

@@ -251,7 +251,7 @@ def test_crawl_local_runner(site, tmp_path):
 
 
 def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
-    """runner.uber_max_bytes (default 64 MiB): jobs with small inputs run in the driver
+    """runner.uber_max_bytes (default 8 MiB a step): jobs with small inputs run in the driver
     on the inline runner (Hadoop's uber mode). The fixture's layers are small and
     politeness-bound (one host, delay 0.2 s), so they are fetched inline too
     (runner.inline_fetch_max_urls), as one fetch list; with no delay they have task
@@ -295,6 +295,16 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     assert crawl.runner_for(MROptimize, [small]) == 'inline'
     assert crawl.runner_for(MROptimize, [small, big]) == 'local'
     assert crawl.runner_for(MRFetch, [small]) == 'local'
+    # The limit is per step: a job of more steps saves more starts by running inline.
+    from jobs.generate import MRGenerate
+    from jobs.merge import MRMerge
+    mid = tmp_path / 'mid.json'
+    mid.write_bytes(b' ' * 150)
+    assert crawl.runner_for(MROptimize, [str(mid)]) == 'local'        # 1 step: 100 bytes
+    assert crawl.runner_for(MRMerge, [str(mid)]) == 'inline'          # 7 steps: 700
+    assert crawl.runner_for(MRGenerate, [str(mid)], ['--max-depth', '2']) == 'local'
+    assert crawl.runner_for(MRGenerate, [str(mid)], [                 # + the seeds' join
+        '--max-depth', '2', '--inject', '--recrawl-at', '2026-01-01T00:00:00Z']) == 'inline'
     # The inline fetch's conditions (delay 0.2 s, fetch.threads 32 in the test conf).
     crawl = Crawl(str(tmp_path / 'other'), test_conf(), runner='local',
                   progress=lambda m: None)
