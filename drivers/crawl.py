@@ -146,18 +146,18 @@ class Crawl:
             return self.report.load_step('inject')
         if not seeds_path and not self.site_entries():
             raise CrawlError(NO_CRAWL % self.out)
-        seeds = self.read_seeds(seeds_path)
-        tmp = self.path('tmp', 'inject')
+        seeds, tmp = self.read_seeds(seeds_path), self.path('tmp', 'inject')
+        text = self.optimizer.seed_lines(seeds.good)
         self.fs.rm(tmp)
         self.fs.mkdirs(tmp)
-        self.fs.write_text(self.fs.join(tmp, 'part-00000'), ''.join(
-            json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in seeds.good))
+        self.fs.write_text(self.fs.join(tmp, 'part-00000'), text)
         step = {'counters': {C.INJECT: {
                     C.SEEDS: len(seeds.good), C.SEEDS_BAD: sum(seeds.bad.values()),
                     C.SEED_HOSTS: len({urls.host(u) for u in seeds.good})}},
                 'seeds': seeds.as_dict(), 'seconds': 0.0}
         self.report.save_step('inject', step)
         self.fs.rename(tmp, final)
+        self.optimizer.seeds_injected(text)
         return step
 
     # -- running one job ------------------------------------------------------------

@@ -11,8 +11,10 @@
 
 A later cycle's first layer is a generate too (:meth:`OptimizerDriver.cycle_generate`):
 what the crawl database holds that is new within the depth or due again, plus new
-seeds. Only the two newest crawl database versions are kept.
+seeds (joined with the database only when they are not the seeds of an earlier layer:
+OUT/seeds/injected.json). Only the two newest crawl database versions are kept.
 """
+import hashlib
 import json
 
 from drivers.cycles import layer_name
@@ -69,21 +71,57 @@ class OptimizerDriver:
         inputs = [c.path('crawldb', layer_name(first - 1))]
         args = ['--recrawl-at', cycle['at'], '--max-depth', str(c.depth),
                 '--layer', str(first)]
+        joined = None
         if seeds_path or c.site_entries():      # new seeds and sites' entry URLs
+            text = self.seed_lines(c.read_seeds(seeds_path).good)
             seeds_dir = c.path('seeds', '%03d' % cycle['cycle'])
-            if not c.fs.exists(seeds_dir):
-                good = c.read_seeds(seeds_path).good
-                tmp = c.path('tmp', 'seeds')
-                c.fs.rm(tmp)
-                c.fs.mkdirs(tmp)
-                c.fs.write_text(c.fs.join(tmp, 'part-00000'), ''.join(
-                    json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in good))
-                c.fs.mkdirs(c.path('seeds'))
-                c.fs.rename(tmp, seeds_dir)
-            inputs.append(seeds_dir)
-            args.append('--inject')
-        return c.run_step('generate-%s' % layer_name(first), MRGenerate, inputs,
+            if self.seeds_known(text) and not c.fs.exists(seeds_dir):
+                c.progress('seeds: the same as a layer had before, all in the crawl '
+                           'database: not joined with it again')
+            else:
+                if not c.fs.exists(seeds_dir):
+                    tmp = c.path('tmp', 'seeds')
+                    c.fs.rm(tmp)
+                    c.fs.mkdirs(tmp)
+                    c.fs.write_text(c.fs.join(tmp, 'part-00000'), text)
+                    c.fs.mkdirs(c.path('seeds'))
+                    c.fs.rename(tmp, seeds_dir)
+                inputs.append(seeds_dir)
+                args.append('--inject')
+                joined = text
+        step = c.run_step('generate-%s' % layer_name(first), MRGenerate, inputs,
                           c.path('in', layer_name(first)), args)
+        if joined is not None:
+            self.seeds_injected(joined)
+        return step
+
+    @staticmethod
+    def seed_lines(good):
+        """The ``url`` records of the seeds *good*: in/000, or a later cycle's seeds/."""
+        return ''.join(json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n'
+                       for u in good)
+
+    def injected_path(self):
+        return self.crawl.path('seeds', 'injected.json')
+
+    def seeds_known(self, text):
+        """Did a layer (in/000) or a cycle's seeds' join take seeds of exactly this text
+        before? Then each is in the crawl database (a URL that entered a layer comes out
+        of it with a status), and the join would only count them known: a crawl rerun on
+        a schedule with its seeds file skips that pass over the whole database."""
+        path = self.injected_path()
+        return self.crawl.fs.exists(path) and hashlib.sha256(text.encode()).hexdigest() in \
+            json.loads(self.crawl.fs.read_text(path))['sha256']
+
+    def seeds_injected(self, text):
+        """Record that seeds of this text are in the crawl database (OUT/seeds/
+        injected.json: their SHA-256 digests)."""
+        fs, path = self.crawl.fs, self.injected_path()
+        done = json.loads(fs.read_text(path))['sha256'] if fs.exists(path) else []
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if digest not in done:
+            fs.mkdirs(self.crawl.path('seeds'))
+            fs.write_text(path, json.dumps({'sha256': done + [digest]}))
 
     @staticmethod
     def generated(step):

@@ -417,6 +417,38 @@ def test_recrawl_is_the_next_cycle_without_seeds(site, tmp_path):
     assert 'new edition' in delta[site.url('/a.html')]
 
 
+def test_seeds_a_layer_had_before_are_not_joined_with_the_database_again(site, tmp_path):
+    """A crawl rerun with its seeds file: the seeds are all known, so the cycle's generate
+    skips the seeds' join (a pass over the whole database); a changed seeds file is
+    joined, and its new seed fetched."""
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=1)
+    seeds = str(tmp_path / 'seeds.txt')
+
+    def cycle(seeds_text):
+        with open(seeds, 'w') as f:
+            f.write(seeds_text)
+        said, mark = [], len(site.requests)
+        report = Crawl(out, conf, runner='inline', depth=1, progress=said.append).run(seeds)
+        first = report['cycles'][-1]['layers'][0]
+        step = json.load(open(os.path.join(out, 'steps', 'generate-%03d.json' % first)))
+        return said, step['counters']['generate'], {r['path'] for r in site.requests[mark:]}
+
+    said, counts, asked = cycle(site.url('/') + '\n')
+    assert any('not joined with it again' in m for m in said)
+    assert 'injected_known_total' not in counts and not os.path.exists(
+        os.path.join(out, 'seeds', '002'))
+    assert '/' in asked and counts['recrawl_due_total'] >= 5     # every page due, the seed too
+    said, counts, asked = cycle(site.url('/') + '\n' + site.url('/hidden/3.html') + '\n')
+    assert not any('not joined' in m for m in said)
+    assert counts['injected_known_total'] == 1 and counts['injected_new_total'] == 1
+    assert '/hidden/3.html' in asked
+    said, counts, _ = cycle(site.url('/') + '\n' + site.url('/hidden/3.html') + '\n')
+    assert any('not joined with it again' in m for m in said)      # as in cycle 3
+    injected = json.load(open(os.path.join(out, 'seeds', 'injected.json')))['sha256']
+    assert len(injected) == 2
+
+
 def test_a_page_the_changed_filters_exclude_is_deleted_without_a_request(site, tmp_path):
     site.overrides.update(CYCLE1)
     out, _ = crawl_site(site, tmp_path, test_conf('politeness.delay=0.02'), depth=1)
