@@ -9,7 +9,7 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch
+.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch bench-inline-vs-local
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
@@ -41,6 +41,9 @@ bench-render: bench-deps  ## Rendered pages vs Scrapy with scrapy-playwright (De
 	$(BENCH_PY) -m pip install --quiet scrapy-playwright
 	$(BENCH_PY) bench/render.py
 	$(BENCH_PY) bench/render.py --delay 1.0 --json bench/results/render-delay1.json
+
+bench-inline-vs-local: $(STAMP)  ## Where local tasks overtake the inline runner (after bench-refresh)
+	$(BIN)/python bench/inline_vs_local.py
 
 bench-overhead: $(STAMP)  ## Fixed cost of one job, local vs inline runner, with profiles
 	mkdir -p bench/results
