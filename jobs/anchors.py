@@ -100,17 +100,22 @@ class MRAnchors(CrawlJob):
 
     def reducer_to_leader(self, url, values):
         """(final URL, its anchors + leader notice) -> anchors record under the leader."""
-        leader, anchors = None, []
+        leader, parts = None, []
         for v in values:
             if 'leader' in v:
                 leader = v['leader']
             else:
-                anchors.extend(v['anchors'])
-        if not anchors:
+                parts.append(v['anchors'])
+        if not parts:
             return
         if leader is None:
             self.count(C.ANCHOR_TARGETS_NOT_PAGES)
             return
+        if len(parts) == 1:
+            anchors = parts[0]       # gather_anchors': sorted and distinct already
+        else:                        # its own and those of URLs that redirected to it
+            anchors = [{'from': f, 'text': t} for f, t in sorted(
+                {(a['from'], a['text']) for part in parts for a in part})]
         yield None, {'kind': 'anchors', 'url': leader, 'anchors': anchors}
 
 

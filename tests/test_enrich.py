@@ -110,6 +110,22 @@ def test_invertlinks_gathers_anchors_per_target_and_follows_redirects(conf_file)
     assert c['inlinks_redirected_total'] == 1 and c['anchor_targets_total'] == 3
 
 
+def test_a_urls_anchors_record_is_sorted_and_distinct_across_its_redirects(conf_file):
+    """A page's own anchors and those of a URL that redirected to it meet in one
+    ``anchors`` record, sorted and without the pair both routes brought
+    (jobs.lib.merging.keep_anchors relies on it)."""
+    pages = [page('http://h/a', links=['http://h/old', 'http://h/new']),
+             page('http://h/b', links=['http://h/new']),
+             page('http://h/old', final_url='http://h/new'), page('http://h/new')]
+    for p, texts in zip(pages, (['same', 'same'], ['b to new'])):
+        for link, text in zip(p['links'], texts):
+            link['text'] = text
+    maps, _ = run_job(MRMerge, conf_file, pages)
+    out, _ = run_job(MRAnchors, conf_file, pages + maps)
+    assert [r['anchors'] for r in out if r['url'] == 'http://h/new'] == [
+        [{'from': 'http://h/a', 'text': 'same'}, {'from': 'http://h/b', 'text': 'b to new'}]]
+
+
 def test_invertlinks_can_drop_internal_anchors(conf_file, tmp_path):
     import json
     conf = json.load(open(conf_file))
