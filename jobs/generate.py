@@ -54,10 +54,9 @@ that the link filters of this run reject (the settings changed) is not fetched: 
 goes to in/ with ``excluded`` (the reason), so that its fetch records it filtered and
 the cycle's delta deletes it (counter ``now_excluded_total``).
 
-``--inject``: some inputs are seed ``url`` records (a cycle's seeds file, when it is not
-the seeds of an earlier layer: drivers/optimizer_driver.py); a first step
-joins them with the database on the URL, so a seed already known is not fetched again
-(unless due) and a new one becomes an unfetched URL at depth 0.
+``--inject``: some inputs are seed ``url`` records (a cycle's seeds file, if no layer had
+it before); a first step joins them with the database on the URL, so a seed already known
+is not fetched again (unless due) and a new one becomes an unfetched URL at depth 0.
 
 Run alone::
 
