@@ -134,7 +134,7 @@ class MergeDriver:
         else:
             c.fs.write_text(c.path('outputs.json'), json.dumps(
                 {'build': build, 'mode': mode, 'base': build, 'deltas': [], 'layers': top,
-                 'current_since': current_since}))
+                 'since': done.get('layers'), 'current_since': current_since}))
         return mode
 
     def keep_current(self, build, done):
@@ -230,7 +230,13 @@ class MergeDriver:
             c.fs.rm(prev)
         elif since is not None and c.fs.exists(prev):
             inputs = [prev] + [i for i in inputs if int(i.rstrip('/').rsplit('/', 1)[1]) > since]
-        c.run_step('current', MRCurrent, inputs, c.path('current'))
+        last = self.outputs().get('since')
+        step = c.run_step('current', MRCurrent, inputs, c.path('current'),
+                          ['--since', str(last)] if last is not None else [])
+        n = step['counters'].get(C.CURRENT, {})
+        if last is not None:
+            c.progress('current: %d of %d URL(s) have a fetch newer than the last build' % (
+                n.get(C.CURRENT_NEW, 0), n.get(C.CURRENT_PAGES, 0)))
         c.fs.rm(prev)
         return [c.path('current')]
 

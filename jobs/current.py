@@ -19,7 +19,9 @@ it reads the last build's current/ and the layers new since it only (MergeDriver
 is the same, and the job's cost follows the crawl's size, not its number of cycles.
 
 Counters: ``current_total`` (URLs), ``superseded_total`` (fetches replaced by a later
-one of the same URL), ``current_read_total`` (fetches read).
+one of the same URL), ``current_read_total`` (fetches read), ``current_new_total`` (with
+``--since L``: URLs whose current fetch is from a layer after L, the last build's: what
+changed for the merge, out of ``current_total``).
 
 Run alone::
 
@@ -34,6 +36,13 @@ from jobs.lib import counters as C, merging as M
 
 class MRCurrent(CrawlJob):
     COUNTER_GROUP = C.CURRENT
+
+    def configure_args(self):
+        super().configure_args()
+        self.add_passthru_arg('--since', type=int, default=None,
+                              help='The last layer the previous build covered: count the '
+                              'URLs whose current fetch is newer (current_new_total). '
+                              'Default: not counted.')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_current,
@@ -53,6 +62,9 @@ class MRCurrent(CrawlJob):
                 best = rec
         self.count(C.CURRENT_PAGES)
         self.count(C.CURRENT_READ, n)
+        since = self.options.since
+        if since is not None and (best.get('layer') or 0) > since:
+            self.count(C.CURRENT_NEW)
         if n > 1:
             self.count(C.SUPERSEDED, n - 1)
         yield None, best

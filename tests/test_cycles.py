@@ -349,6 +349,11 @@ def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_lay
     assert new and len(layers) > len([n for n in layers if int(n) > top])
     counters = json.load(open(os.path.join(out, 'steps', 'current.json')))['counters']
     assert counters['current']['current_read_total'] == len(second) + len(new)
+    # What changed for the merge: the URLs whose current fetch is from the new layers.
+    third = read_records(os.path.join(out, 'current'))
+    changed = sum(1 for r in third if r['layer'] > top)
+    assert counters['current']['current_new_total'] == changed
+    assert 0 < changed < counters['current']['current_total'] == len(third)
     conf_file = str(tmp_path / 'conf.json')
     with open(conf_file, 'w') as f:
         json.dump(conf, f)
