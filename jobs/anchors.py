@@ -111,12 +111,8 @@ class MRAnchors(CrawlJob):
         if leader is None:
             self.count(C.ANCHOR_TARGETS_NOT_PAGES)
             return
-        if len(parts) == 1:
-            anchors = parts[0]       # gather_anchors': sorted and distinct already
-        else:                        # its own and those of URLs that redirected to it
-            anchors = [{'from': f, 'text': t} for f, t in sorted(
-                {(a['from'], a['text']) for part in parts for a in part})]
-        yield None, {'kind': 'anchors', 'url': leader, 'anchors': anchors}
+        # Its own anchors and those of URLs that redirected to it (gather_anchors' lists).
+        yield None, {'kind': 'anchors', 'url': leader, 'anchors': M.distinct_anchors(parts)}
 
 
 if __name__ == '__main__':

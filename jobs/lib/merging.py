@@ -147,18 +147,22 @@ def gather_anchors(target, values, count):
     return target, [{'from': f, 'text': t} for f, t in sorted(anchors)]
 
 
+def distinct_anchors(parts):
+    """The union of *parts* (lists of {from, text}, each sorted and distinct), sorted
+    and distinct: one part as it is."""
+    if len(parts) == 1:
+        return parts[0]
+    return [{'from': f, 'text': t} for f, t in sorted(
+        {(a['from'], a['text']) for part in parts for a in part})]
+
+
 def keep_anchors(url, duplicates, parts, cap, count):
     """A merged page's in-link anchors from the ``anchors`` records of its group's URLs
     (*parts*, lists of {from, text}, each sorted and distinct: MRAnchors): de-duplicated,
     from other URLs than the group's own (*url* and its *duplicates*), sorted, at most
     *cap* (merge.max_anchors)."""
     own = {url} | set(duplicates or ())
-    if len(parts) == 1:
-        # One URL's record (a page no URL folds into): sorted and distinct already.
-        kept = [a for a in parts[0] if a['from'] not in own]
-    else:
-        kept = [{'from': f, 'text': t} for f, t in sorted(
-            {(a['from'], a['text']) for part in parts for a in part if a['from'] not in own})]
+    kept = [a for a in distinct_anchors(parts) if a['from'] not in own]
     count(C.ANCHORS_OVER_CAP, max(0, len(kept) - cap))
     kept = kept[:cap]
     count(C.ANCHORS_JOINED, len(kept))
