@@ -224,13 +224,13 @@ class MergeDriver:
         c = self.crawl
         if cycle == 1:
             return inputs
-        prev, since = c.path('prev_current'), self.outputs().get('current_since')
+        prev, done = c.path('prev_current'), self.outputs()
+        since, last = done.get('current_since'), done.get('since')
         if again:
             c.fs.rm(c.path('current'))
             c.fs.rm(prev)
         elif since is not None and c.fs.exists(prev):
             inputs = [prev] + [i for i in inputs if int(i.rstrip('/').rsplit('/', 1)[1]) > since]
-        last = self.outputs().get('since')
         step = c.run_step('current', MRCurrent, inputs, c.path('current'),
                           ['--since', str(last)] if last is not None else [])
         n = step['counters'].get(C.CURRENT, {})
