@@ -71,28 +71,31 @@ class OptimizerDriver:
         inputs = [c.path('crawldb', layer_name(first - 1))]
         args = ['--recrawl-at', cycle['at'], '--max-depth', str(c.depth),
                 '--layer', str(first)]
-        joined = None
+        text = None
         if seeds_path or c.site_entries():      # new seeds and sites' entry URLs
-            text = self.seed_lines(c.read_seeds(seeds_path).good)
             seeds_dir = c.path('seeds', '%03d' % cycle['cycle'])
-            if self.seeds_known(text) and not c.fs.exists(seeds_dir):
-                c.progress('seeds: the same as a layer had before, all in the crawl '
-                           'database: not joined with it again')
+            if c.fs.exists(seeds_dir):          # a resumed cycle: its seeds' join input
+                text = c.fs.read_text(c.fs.join(seeds_dir, 'part-00000'))
             else:
-                if not c.fs.exists(seeds_dir):
+                text = self.seed_lines(c.read_seeds(seeds_path).good)
+                if self.digest(text) in self.injected():
+                    c.progress('seeds: the same as a layer had before, all in the crawl '
+                               'database: not joined with it again')
+                    text = None
+                else:
                     tmp = c.path('tmp', 'seeds')
                     c.fs.rm(tmp)
                     c.fs.mkdirs(tmp)
                     c.fs.write_text(c.fs.join(tmp, 'part-00000'), text)
                     c.fs.mkdirs(c.path('seeds'))
                     c.fs.rename(tmp, seeds_dir)
+            if text is not None:
                 inputs.append(seeds_dir)
                 args.append('--inject')
-                joined = text
         step = c.run_step('generate-%s' % layer_name(first), MRGenerate, inputs,
                           c.path('in', layer_name(first)), args)
-        if joined is not None:
-            self.seeds_injected(joined)
+        if text is not None:
+            self.seeds_injected(text)
         return step
 
     @staticmethod
@@ -101,27 +104,27 @@ class OptimizerDriver:
         return ''.join(json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n'
                        for u in good)
 
-    def injected_path(self):
-        return self.crawl.path('seeds', 'injected.json')
+    @staticmethod
+    def digest(text):
+        return hashlib.sha256(text.encode()).hexdigest()
 
-    def seeds_known(self, text):
-        """Did a layer (in/000) or a cycle's seeds' join take seeds of exactly this text
-        before? Then each is in the crawl database (a URL that entered a layer comes out
-        of it with a status), and the join would only count them known: a crawl rerun on
-        a schedule with its seeds file skips that pass over the whole database."""
-        path = self.injected_path()
-        return self.crawl.fs.exists(path) and hashlib.sha256(text.encode()).hexdigest() in \
-            json.loads(self.crawl.fs.read_text(path))['sha256']
+    def injected(self):
+        """The SHA-256 digests of the seeds (their :meth:`seed_lines`) a layer took:
+        in/000, or a cycle's seeds' join (OUT/seeds/injected.json). Each of those seeds
+        is in the crawl database (a URL that entered a layer comes out of it with a
+        status), so the join would only count them known: a crawl rerun on a schedule
+        with its seeds file skips that pass over the whole database."""
+        path = self.crawl.path('seeds', 'injected.json')
+        fs = self.crawl.fs
+        return json.loads(fs.read_text(path))['sha256'] if fs.exists(path) else []
 
     def seeds_injected(self, text):
-        """Record that seeds of this text are in the crawl database (OUT/seeds/
-        injected.json: their SHA-256 digests)."""
-        fs, path = self.crawl.fs, self.injected_path()
-        done = json.loads(fs.read_text(path))['sha256'] if fs.exists(path) else []
-        digest = hashlib.sha256(text.encode()).hexdigest()
+        """Record that seeds of this text are in the crawl database."""
+        done, digest = self.injected(), self.digest(text)
         if digest not in done:
-            fs.mkdirs(self.crawl.path('seeds'))
-            fs.write_text(path, json.dumps({'sha256': done + [digest]}))
+            self.crawl.fs.mkdirs(self.crawl.path('seeds'))
+            self.crawl.fs.write_text(self.crawl.path('seeds', 'injected.json'),
+                                     json.dumps({'sha256': done + [digest]}))
 
     @staticmethod
     def generated(step):
