@@ -5,6 +5,7 @@ It handles what every job does the same way: the resolved configuration file
 of crashing, and counters under the job's group. A job subclass sets ``COUNTER_GROUP``
 and writes its mappers and reducers over dict records.
 """
+import os
 import time
 
 import orjson
@@ -114,6 +115,14 @@ class CrawlJob(MRJob):
         self.add_passthru_arg('--webhdfs-url', default='http://127.0.0.1:9870',
                               help='NameNode HTTP address, for an hdfs:// %s.' % what)
         self.add_passthru_arg('--hdfs-user', default='', help='HDFS user for WebHDFS.')
+
+    def side_sink(self, folder):
+        """This task's side file in *folder* (jobs.lib.sidefile.LineSink): one per task,
+        named by its partition, committed by the task at its end."""
+        from jobs.lib import sidefile
+        part = int(os.environ.get('mapreduce_task_partition') or 0)
+        return sidefile.LineSink(folder, 'part-%05d' % part, self.options.webhdfs_url,
+                                 self.options.hdfs_user)
 
     # -- a range of the steps (--step-range) ------------------------------------------
     # mrjob reads a job's steps through exactly these two methods (mrjob/job.py).

@@ -121,28 +121,21 @@ class MRMergeJoin(CrawlJob):
         self.xml = self.signatures = self.delta_records = self.delta_xml = None
         self.store = self.store_file = self.pages = None
         if o.pages_dir:
-            self.pages = self.side(o.pages_dir)
+            self.pages = self.side_sink(o.pages_dir)
             self.pages_file = '%s/%s' % (o.pages_name.strip('/'), self.pages.name)
         if o.merged_dir:
-            self.store = self.side(o.merged_dir)
+            self.store = self.side_sink(o.merged_dir)
         if o.xml_dir:
-            self.xml = self.side(o.xml_dir)
+            self.xml = self.side_sink(o.xml_dir)
         if o.signature_dir:
-            self.signatures = self.side(o.signature_dir)
+            self.signatures = self.side_sink(o.signature_dir)
         if o.delta_dir:
-            self.delta_records = self.side(o.delta_dir.rstrip('/') + '/records')
-            self.delta_xml = self.side(o.delta_dir.rstrip('/') + '/xml')
+            self.delta_records = self.side_sink(o.delta_dir.rstrip('/') + '/records')
+            self.delta_xml = self.side_sink(o.delta_dir.rstrip('/') + '/xml')
             if o.incremental:
                 self.store = self.delta_records
         if self.store is not None:
             self.store_file = '%s/%s' % (o.store_name.strip('/'), self.store.name)
-
-    def side(self, folder):
-        import os
-        from jobs.lib import sidefile
-        part = int(os.environ.get('mapreduce_task_partition') or 0)
-        return sidefile.LineSink(folder, 'part-%05d' % part, self.options.webhdfs_url,
-                                 self.options.hdfs_user)
 
     def reducer_final_xml(self):
         if self.xml is not None:
