@@ -35,13 +35,13 @@ them behind brings them up to date.
 import json
 import logging
 
-from drivers import beside
+from drivers import affected, beside
 from jobs.lib import counters as C
 
 log = logging.getLogger('mrcrawl')
 
 #: Final outputs, rebuilt for the whole crawl after each cycle or reparse.
-FINAL_OUTPUTS = ('current', 'merge_map', 'anchors', 'merged', 'xml', 'signatures', 'index',
+FINAL_OUTPUTS = ('current', 'merge_map', 'merge_keys', 'anchors', 'merged', 'xml', 'signatures', 'index',
                  'hosts')
 
 
@@ -118,6 +118,10 @@ class MergeDriver:
             'adding build %s as a delta over them' if mode == 'delta' else
             'rebuilding them as %s') % build))
         self.keep_current(build, done)
+        if 'reparse' in build:      # a reparse changes pages without a newer fetch
+            affected.done(c)
+        else:
+            affected.keep(c)
         if not self.previous():
             for name in ('signatures', 'merged'):
                 if c.fs.exists(c.path(name)):
@@ -232,7 +236,8 @@ class MergeDriver:
         elif since is not None and c.fs.exists(prev):
             inputs = [prev] + [i for i in inputs if int(i.rstrip('/').rsplit('/', 1)[1]) > since]
         step = c.run_step('current', MRCurrent, inputs, c.path('current'),
-                          ['--since', str(last)] if last is not None else [])
+                          ['--since', str(last)] + ([] if again else affected.changed_args(c))
+                          if last is not None else [])
         n = step['counters'].get(C.CURRENT, {})
         if last is not None:
             c.progress('current: %d of %d URL(s) have a fetch newer than the last build' % (
@@ -247,20 +252,36 @@ class MergeDriver:
         the text gives them, and the merge is made again from out/*. The merge is two
         jobs, so that mrjob drops this one's intermediate files before MRMergeJoin
         shuffles whole pages."""
-        from jobs.merge import MRMerge
         c = self.crawl
         summaries = self.summaries(cycle, metas or sources)
         if full and c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
             return c.report.load_step('merge'), summaries   # merged/ by a one-job merge
-        step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'))
+        if not c.fs.exists(c.path('merge_map')) and affected.ready(c):
+            step = affected.merge(c)
+            if step:
+                return step, summaries
+        step = self.merge_all(summaries)
         stale = step['counters'].get(C.MERGE, {}).get(C.NEAR_TEXT_IN_OUT, 0)
         if stale and metas:
             c.progress('merge: %d page(s) need their text hashed again: merging from out/'
                        % stale)
             c.fs.rm(c.path('merge_map'))
+            c.fs.rm(c.path('merge_keys'))
             summaries = self.summaries(cycle, sources, again=True)
-            step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'))
+            step = self.merge_all(summaries)
         return step, summaries
+
+    def merge_all(self, summaries):
+        """MRMerge over every page: merge_map/, and merge_keys/ for a later build's
+        affected merge (drivers/affected.py)."""
+        from jobs.merge import MRMerge
+        c = self.crawl
+        if not c.fs.exists(c.path('merge_map')):
+            c.fs.rm(affected.keys_side(c))
+        step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'),
+                          c.task_path_args('--keys-dir', affected.keys_side(c)))
+        affected.commit_full(c, step)
+        return step
 
     def anchors(self, summaries):
         """MRAnchors: the pages' links (*summaries*, what MRMerge read) + merge_map/ ->

@@ -31,7 +31,7 @@ Run alone::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, merging as M
+from jobs.lib import affected, counters as C, merging as M
 
 
 class MRCurrent(CrawlJob):
@@ -43,10 +43,40 @@ class MRCurrent(CrawlJob):
                               help='The last layer the previous build covered: count the '
                               'URLs whose current fetch is newer (current_new_total). '
                               'Default: not counted.')
+        self.add_passthru_arg('--changed-dir', default=None,
+                              help='With --since: also write, into this folder (one file '
+                              'per reduce task), the key row (jobs.lib.affected) of each '
+                              'such URL\'s current fetch: {url, keys: [] and rec: null '
+                              'when MRMerge leaves it out, stale: true when its SimHash '
+                              'needs its text}. Default: off.')
+        self.add_webhdfs_args('--changed-dir')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_current,
+        return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_changed,
+                       reducer=self.reducer_current, reducer_final=self.reducer_final_changed,
                        jobconf=self.wide_reduce())]
+
+    def reducer_init_changed(self):
+        o = self.options
+        self.changed = o.changed_dir and o.since is not None and self.side_sink(o.changed_dir)
+
+    def reducer_final_changed(self):
+        if self.changed:
+            self.changed.commit()
+        return ()
+
+    def changed_row(self, rec):
+        """*rec*'s key row for --changed-dir."""
+        merge = self.conf['merge']
+        if M.classify(rec) == M.RESOURCE:
+            return affected.row(rec, None, None)
+        if M.classify(rec) != M.PAGE:
+            return {'url': rec['url'], 'keys': [], 'simhash': None, 'rec': None}
+        fp, event = affected.compared_simhash(rec, merge)
+        out = affected.row(rec, fp, merge['max_hamming_distance'])
+        if event == affected.TEXT_ELSEWHERE:
+            out['stale'] = True
+        return out
 
     def mapper_by_url(self, _, line):
         for rec in self.records(line, 'page'):
@@ -65,6 +95,8 @@ class MRCurrent(CrawlJob):
         since = self.options.since
         if since is not None and (best.get('layer') or 0) > since:
             self.count(C.CURRENT_NEW)
+            if self.changed:
+                self.changed.add(self.changed_row(best))
         if n > 1:
             self.count(C.SUPERSEDED, n - 1)
         yield None, best

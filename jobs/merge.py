@@ -65,7 +65,7 @@ Run alone::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, merging as M, simhash
+from jobs.lib import affected, counters as C, merging as M, simhash
 from jobs.lib.merging import canonical_order
 
 
@@ -78,9 +78,19 @@ def summary(page):
 class MRMerge(CrawlJob):
     COUNTER_GROUP = C.MERGE
 
+    def configure_args(self):
+        super().configure_args()
+        self.add_passthru_arg('--keys-dir', default=None,
+                              help='Also write the key row (jobs.lib.affected) of every '
+                              'page read into this folder, one file per map task: what '
+                              'a later build\'s merge of its affected set reads. '
+                              'Default: off.')
+        self.add_webhdfs_args('--keys-dir')
+
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_final_url, reducer=self.reducer_route_resources,
-                       jobconf=self.wide_reduce()),
+        return [MRStep(mapper_init=self.mapper_init_keys, mapper=self.mapper_by_final_url,
+                       mapper_final=self.mapper_final_keys,
+                       reducer=self.reducer_route_resources, jobconf=self.wide_reduce()),
                 MRStep(reducer=self.reducer_latest),
                 MRStep(reducer=self.reducer_fold_exact),
                 MRStep(mapper=self.mapper_bands, reducer=self.reducer_candidates),
@@ -94,12 +104,22 @@ class MRMerge(CrawlJob):
 
     # -- step 1: one summary per final URL ----------------------------------------------
 
+    def mapper_init_keys(self):
+        self.keys = self.options.keys_dir and self.side_sink(self.options.keys_dir)
+
+    def mapper_final_keys(self):
+        if self.keys:
+            self.keys.commit()
+        return ()
+
     def mapper_by_final_url(self, _, line):
         """page line -> (final url, summary) and (its rel=canonical, claim); resource
         line -> (parent url, outcome)."""
         for rec in self.records(line, 'page'):
             what = M.classify(rec)
             if what == M.RESOURCE:
+                if self.keys:
+                    self.keys.add(affected.row(rec, None, None))
                 yield rec['url'], {'fetched_resource': M.resource_entry(rec),
                                    'resource_of': rec['resource_of']}
                 continue
@@ -110,13 +130,16 @@ class MRMerge(CrawlJob):
                 self.count(C.SKIPPED_NOINDEX)
                 continue
             final = M.final_url(rec)
+            fp = self.fingerprint(rec)
+            if self.keys:
+                self.keys.add(affected.row(rec, fp, self.settings['max_hamming_distance']))
             for named in rec.get('resources') or ():
                 if named.get('url'):
                     yield named['url'], {'named_by': final, 'name': named.get('name')}
             yield final, {'page': {
                 'url': rec['url'], 'fetch_time': rec.get('fetch_time'),
                 'layer': rec.get('layer'), 'relevance': rec.get('relevance'),
-                'digest': rec['digest'], 'simhash': self.fingerprint(rec)}}
+                'digest': rec['digest'], 'simhash': fp}}
             canonical = rec.get('canonical')
             if canonical and canonical != final:
                 yield canonical, {'claim': final}
@@ -173,25 +196,17 @@ class MRMerge(CrawlJob):
 
     def fingerprint(self, page):
         """Hex SimHash of the page's main text, or None when it is not compared
-        (near duplicates off, or fewer than merge.min_words words). The page's own
+        (near duplicates off, or fewer than merge.min_words words): the page's own
         ``fingerprint`` (PageParser) when it was made with merge.shingle_words and this
         hash version, else hashed here (page records written before it, another
-        shingle width, an older hash)."""
-        s = self.settings
-        if not s['near_duplicates']:
-            return None
-        fp = page.get('fingerprint')
-        if not simhash.current(fp, s['shingle_words']):
-            if 'text' not in page and 'main_text' not in page:
-                # A meta/ record (jobs.lib.sidefile): the text to hash is in out/.
-                self.count(C.NEAR_TEXT_IN_OUT)
-                return None
-            fp = simhash.fingerprint(page.get('main_text') or page.get('text') or '',
-                                     s['shingle_words'])
+        shingle width, an older hash; jobs.lib.affected.compared_simhash)."""
+        fp, event = affected.compared_simhash(page, self.settings)
+        if event == affected.TEXT_ELSEWHERE:
+            # A meta/ record (jobs.lib.sidefile): the text to hash is in out/.
+            self.count(C.NEAR_TEXT_IN_OUT)
+        elif event == affected.HASHED:
             self.count(C.NEAR_HASHED_IN_MERGE)
-        if fp['words'] < max(1, s['min_words']):
-            return None
-        return fp['simhash']
+        return fp
 
     # -- step 2: exact duplicates -------------------------------------------------------
 

@@ -170,6 +170,9 @@ NEAR_REJECTED = 'near_candidates_rejected_total'  #: candidates farther than max
 NEAR_BUCKET_OVERFLOW = 'near_bucket_overflow_total'  #: pages past merge.max_bucket_pages in a bucket
 NEAR_UNFOLDED = 'near_chain_unfolded_total'       #: has a better near duplicate, none of which
 #: is a group's canonical page (a chain a~b~c): kept as its own page
+MERGE_AFFECTED = 'merge_affected_urls_total'  #: a later build's affected set: URLs merged
+#: again (jobs.lib.affected); the other merge counters are then the whole crawl's
+MERGE_AFFECTED_GROUPS = 'merge_affected_groups_total'  #: merge_map records made for them
 ANCHORS_JOINED = 'anchors_joined_total'           #: in-link anchors attached to merged pages
 ANCHORS_OVER_CAP = 'anchors_over_cap_total'       #: in-link anchors past merge.max_anchors
 ANCHOR_TARGETS_NOT_PAGES = 'anchor_targets_not_pages_total'  #: anchors to URLs with no page

@@ -1,0 +1,143 @@
+"""A later build merges only the pages its change affects (jobs.lib.affected,
+drivers/affected.py), and the result is the merge of the whole crawl."""
+import json
+import os
+
+import orjson
+import pyarrow as pa
+
+from drivers.fixture_site import _links, _near_page, _page
+from drivers.affected import ROW_SCHEMA, Closure, read_rows
+from jobs.lib import affected as A, counters as C, simhash
+from tests.conftest import crawl_site, read_records, test_conf
+from tests.test_jobs import run_job
+
+TOTALS = (C.MERGED_PAGES, C.EXACT_DUPLICATES, C.NEAR_DUPLICATES, C.CANONICAL_DUPLICATES)
+
+
+def _lines(folder):
+    out = []
+    for name in sorted(os.listdir(folder)):
+        if name.startswith('part-'):
+            with open(os.path.join(folder, name)) as f:
+                out += [json.loads(line) for line in f if line.strip()]
+    return sorted(out, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def _check_equals_a_full_merge(out, conf, tmp_path, tag):
+    """merge_map/, the merge's totals and merge_keys/ of *out*'s last build (an
+    affected merge) are those of MRMerge over every page of current/."""
+    from jobs.merge import MRMerge
+    step = json.load(open(os.path.join(out, 'steps', 'merge.json')))['counters']['merge']
+    current = read_records(os.path.join(out, 'current'))
+    assert 0 < step[C.MERGE_AFFECTED] < len(current)
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(conf, f)
+    keys = tmp_path / ('keys-' + tag)
+    full, counters = run_job(MRMerge, conf_file, current, '--keys-dir', str(keys))
+    assert _lines(os.path.join(out, 'merge_map')) == sorted(
+        full, key=lambda r: json.dumps(r, sort_keys=True))
+    assert {k: step.get(k, 0) for k in TOTALS} == {
+        k: counters['merge'].get(k, 0) for k in TOTALS}
+    assert _lines(os.path.join(out, 'merge_keys')) == _lines(str(keys))
+    return {r['url']: r for r in full}
+
+
+def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site, tmp_path):
+    """Three cycles of the fixture site (near duplicates, a copy, a redirect, a
+    rel=canonical page): a third near duplicate appears, one leaves, the copy
+    changes, the printable page names another canonical; then it all comes back. Each
+    later build merges the affected set only, and its merge_map/ equals a full merge."""
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=2)
+    first = {r['url']: r for r in read_records(os.path.join(out, 'merge_map'))}
+    near1, near1b = site.url('/near1.html'), site.url('/near1b.html')
+    assert near1b in first[near1]['near_duplicates']
+    o = site.overrides
+    o['/a.html'] = _page('Page A (depth 1)', _links(
+        '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html', '/a-print.html'))
+    o['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    o['/near1b.html'] = _page('Rewritten', '<p>%s</p>' % ' '.join(
+        'word%d' % i for i in range(80)))
+    o['/dup.html'] = _page('No longer a copy', '<p>Another page now.</p>')
+    o['/a-print.html'] = _page('Page A, printable', '<p>Now printable B.</p>',
+                               head='<link rel="canonical" href="/b.html">')
+    crawl_site(site, tmp_path, conf, depth=2)
+    second = _check_equals_a_full_merge(out, conf, tmp_path, '2')
+    assert site.url('/near1c.html') in second[near1]['near_duplicates']
+    assert near1b in second and site.url('/dup.html') in second
+    assert site.url('/a-print.html') in second[site.url('/b.html')]['canonical_duplicates']
+    for path in ('/near1b.html', '/dup.html', '/a-print.html'):
+        del o[path]
+    crawl_site(site, tmp_path, conf, depth=2)
+    third = _check_equals_a_full_merge(out, conf, tmp_path, '3')
+    assert {near1b, site.url('/near1c.html')} <= set(third[near1]['near_duplicates'])
+    assert site.url('/dup.html') not in third
+    # Keys made with other merge settings are not used: this build merges every page.
+    conf4 = test_conf('politeness.delay=0.02', 'recrawl.interval=0', 'merge.min_words=40')
+    o['/near1b.html'] = _near_page('Thursday 3 December 2026', '77aa01d2c3')
+    crawl_site(site, tmp_path, conf4, depth=2)
+    step = json.load(open(os.path.join(out, 'steps', 'merge.json')))['counters']['merge']
+    assert C.MERGE_AFFECTED not in step and step[C.MERGED_PAGES] == len(
+        read_records(os.path.join(out, 'merge_map')))
+    meta = json.load(open(os.path.join(out, 'merge_keys', '_meta.json')))
+    assert meta['settings']['min_words'] == 40
+
+
+def _row(url, fp=None, digest=None, final=None, canonical=None):
+    rec = {'kind': 'page', 'url': url, 'status': 'fetched', 'digest': digest or url,
+           'final_url': final, 'canonical': canonical}
+    return A.row({k: v for k, v in rec.items() if v is not None},
+                 fp and simhash.to_hex(fp), 3)
+
+
+def _table(rows):
+    return read_rows(b'\n'.join(orjson.dumps(r) for r in rows))
+
+
+def test_the_closure_follows_verified_ties_to_a_fixed_point():
+    """A chain of near duplicates (each within 3 bits of the next, not of the one after)
+    is closed over; a page sharing only a band bucket, a far page and another group are
+    not; a digest, a final URL and a rel=canonical tie. A changed URL's old and new rows
+    both tie."""
+    a, far = 0x0123456789abcdef, 0x0123456789abcdef ^ 0xffff0000ffff0000
+    rows = [_row('http://x/a', a), _row('http://x/b', a ^ 0b111),
+            _row('http://x/c', a ^ 0b111111),            # 3 bits from b, 6 from a
+            _row('http://x/band', a ^ 0xf0f0),          # shares a band with a, 8 bits off
+            _row('http://x/far', far), _row('http://x/copy', digest='D'),
+            _row('http://x/orig', digest='D'), _row('http://x/r', final='http://x/t'),
+            _row('http://x/t'), _row('http://x/print', canonical='http://x/main'),
+            _row('http://x/main'), _row('http://x/alone')]
+    old = _table(rows)
+    new = _table([_row('http://x/copy', digest='E'), _row('http://x/alone', far ^ 1)])
+
+    def close(changed, new_table=None, cap=200):
+        return Closure(old, new_table if new_table is not None else _table([]),
+                         set(changed), 3, cap)
+    assert close(['http://x/a']).urls == {'http://x/a', 'http://x/b', 'http://x/c'}
+    assert close(['http://x/copy']).urls == {'http://x/copy', 'http://x/orig'}
+    assert close(['http://x/t']).urls == {'http://x/t', 'http://x/r'}
+    assert close(['http://x/main']).urls == {'http://x/main', 'http://x/print'}
+    # The new rows: copy's new digest ties nothing; alone is now near far.
+    both = close(['http://x/copy', 'http://x/alone'], new)
+    assert both.urls == {'http://x/copy', 'http://x/orig', 'http://x/alone', 'http://x/far'}
+    assert both.overflow is None
+    assert sorted(both.url[i] for i in both.live_rows()) == sorted(
+        [r['url'] for r in rows if r['url'] not in ('http://x/copy', 'http://x/alone')] +
+        ['http://x/copy', 'http://x/alone'])
+    # A band bucket of the set holding more pages than merge.max_bucket_pages.
+    assert close(['http://x/a'], cap=2).overflow.startswith('b:')
+    assert close(['http://x/a'], cap=4).overflow is None
+
+
+def test_exact_duplicates_count_one_summary_per_final_url():
+    recs = [{'kind': 'page', 'url': u, 'status': 'fetched', 'digest': d, 'final_url': f,
+             'fetch_time': t}
+            for u, d, f, t in (('http://x/1', 'D', None, '1'), ('http://x/2', 'D', None, '1'),
+                               ('http://x/3', 'D', 'http://x/1', '2'),
+                               ('http://x/4', 'E', None, '1'))]
+    assert A.exact_duplicates(recs) == 1
+    assert A.exact_duplicates(recs + [{'kind': 'page', 'url': 'http://x/5', 'status':
+                                       'fetched', 'digest': 'E', 'resource_of': 'x'}]) == 1
+    assert pa.types.is_string(ROW_SCHEMA.field('rec').type)
