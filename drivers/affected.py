@@ -155,16 +155,16 @@ def merge(c):
     c.fs.write_text(c.fs.join(c.path('tmp', KEYS), META), meta(c, counts))
     c.fs.rm(c.path(KEYS))
     c.fs.rename(c.path('tmp', KEYS), c.path(KEYS))
+    step = {'counters': {C.MERGE: dict(counts, **{C.MERGE_AFFECTED: len(affected_urls),
+                                                  C.MERGE_AFFECTED_GROUPS: len(made)})},
+            'seconds': round(time.monotonic() - start, 3), 'runner': job.get('runner')}
+    c.report.save_step('merge', step)      # before merge_map/, which marks the step done
     write_lines(c, c.path('tmp', 'merge_map'), kept + made)
     c.fs.rename(c.path('tmp', 'merge_map'), c.path('merge_map'))
     c.fs.rm(into)
     done(c)
-    counts.update({C.MERGE_AFFECTED: len(affected_urls), C.MERGE_AFFECTED_GROUPS: len(made)})
     c.progress('merge: %d URL(s) affected by the change, %d group(s) merged again, '
                '%d kept' % (len(affected_urls), len(made), len(kept)))
-    step = {'counters': {C.MERGE: counts}, 'seconds': round(time.monotonic() - start, 3),
-            'runner': job.get('runner')}
-    c.report.save_step('merge', step)
     return step
 
 

@@ -141,3 +141,32 @@ def test_exact_duplicates_count_one_summary_per_final_url():
     assert A.exact_duplicates(recs + [{'kind': 'page', 'url': 'http://x/5', 'status':
                                        'fetched', 'digest': 'E', 'resource_of': 'x'}]) == 1
     assert pa.types.is_string(ROW_SCHEMA.field('rec').type)
+
+
+def test_an_affected_merge_stopped_before_its_merge_map_resumes_to_the_same(
+        site, tmp_path, monkeypatch):
+    """The run stops once merge_keys/ is written, before merge_map/: the next run merges
+    the affected set again from the kept last build and gets the full merge's map."""
+    import pytest
+    from drivers import affected
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=2)
+    site.overrides['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    site.overrides['/a.html'] = _page('Page A (depth 1)', _links(
+        '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html'))
+    write = affected.write_lines
+
+    def stop_at_the_map(c, folder, lines):
+        if folder.endswith('merge_map'):
+            raise RuntimeError('stopped before merge_map/')
+        return write(c, folder, lines)
+    monkeypatch.setattr(affected, 'write_lines', stop_at_the_map)
+    with pytest.raises(RuntimeError, match='stopped before merge_map'):
+        crawl_site(site, tmp_path, conf, depth=2)
+    assert os.path.exists(os.path.join(out, 'merge_keys'))
+    assert not os.path.exists(os.path.join(out, 'merge_map'))
+    monkeypatch.setattr(affected, 'write_lines', write)
+    crawl_site(site, tmp_path, conf, depth=2)
+    second = _check_equals_a_full_merge(out, conf, tmp_path, 'resumed')
+    assert site.url('/near1c.html') in second[site.url('/near1.html')]['near_duplicates']
+    assert not any(n.startswith('prev_merge') for n in os.listdir(out))
