@@ -32,7 +32,7 @@ from jobs.lib import affected as A, counters as C, merging as M, simhash
 KEYS, META = 'merge_keys', '_meta.json'
 
 ROW_SCHEMA = pa.schema([('url', pa.string()), ('keys', pa.list_(pa.string())),
-                        ('simhash', pa.string()), ('rec', pa.string())])
+                        ('simhash', pa.string())])     # and rec, read by orjson
 
 
 def part_names(c, folder):
@@ -125,14 +125,13 @@ def merge(c):
         return None
     rows, affected_urls, old_recs, new_recs, totals = plan
     into = c.path('tmp', 'affected_in')
-    write_lines(c, c.fs.join(into, 'in'), [r.encode() for r in new_recs])
+    write_lines(c, c.fs.join(into, 'in'), [orjson.dumps(r) for r in new_recs])
     job = c.run_step('merge-affected', MRMerge, [c.fs.join(into, 'in')],
                      c.fs.join(into, 'map'))
     # Its seconds are the merge step's, which also holds the closure and the splice.
     c.report.save_step('merge-affected', dict(job, made_by='merge'))
     made = read_lines(c, c.fs.join(into, 'map'))
-    finals = {M.final_url(r) for r in map(orjson.loads, old_recs + new_recs)
-              if not r.get('resource_of')}
+    finals = {M.final_url(r) for r in old_recs + new_recs if not r.get('resource_of')}
     kept, counts = [], {C.MERGED_PAGES: 0, C.NEAR_DUPLICATES: 0, C.CANONICAL_DUPLICATES: 0}
     for line in read_lines(c, c.path('prev_merge_map')):
         rec = orjson.loads(line)
@@ -149,8 +148,7 @@ def merge(c):
         counts[C.NEAR_DUPLICATES] += len(rec['near_duplicates'])
         counts[C.CANONICAL_DUPLICATES] += len(rec['canonical_duplicates'])
     counts[C.EXACT_DUPLICATES] = totals[C.EXACT_DUPLICATES] - A.exact_duplicates(
-        [orjson.loads(r) for r in old_recs]) + A.exact_duplicates(
-        [orjson.loads(r) for r in new_recs])
+        old_recs) + A.exact_duplicates(new_recs)
     write_lines(c, c.path('tmp', KEYS), rows)
     c.fs.write_text(c.fs.join(c.path('tmp', KEYS), META), meta(c, counts))
     c.fs.rm(c.path(KEYS))
@@ -170,8 +168,8 @@ def merge(c):
 
 def plan_merge(c):
     """(why the merge must be made in full, or None; else (the new key rows as lines,
-    the affected URLs, the cut records of their old rows and of their new rows (JSON
-    text), the last build's totals))."""
+    the affected URLs, the cut records of their old rows and of their new rows, the
+    last build's totals))."""
     kept_meta = json.loads(c.fs.read_text(c.fs.join(c.path('prev_' + KEYS), META)))
     if kept_meta['settings'] != A.key_settings(c.conf['merge']):
         return 'merge settings changed since the last build', None
@@ -190,11 +188,10 @@ def plan_merge(c):
         return 'band bucket %s holds more than merge.max_bucket_pages pages' % (
             closure.overflow), None
     every = old_lines + new_lines
-    recs = old['rec'].to_pylist() + new['rec'].to_pylist()
     live = closure.live_rows()
     mine = set(closure.rows_of(closure.urls))
-    old_recs = [recs[i] for i in sorted(mine) if i < closure.n_old]
-    new_recs = [recs[i] for i in live if i in mine]
+    old_recs = [orjson.loads(every[i])['rec'] for i in sorted(mine) if i < closure.n_old]
+    new_recs = [orjson.loads(every[i])['rec'] for i in live if i in mine]
     return None, ([every[i] for i in live], closure.urls, old_recs, new_recs,
                   kept_meta['totals'])
 

@@ -14,7 +14,7 @@ Each page MRMerge reads is kept as one *key row* per build (merge_keys/, JSON li
 ``{url, keys, simhash, rec}``: the keys it is tied by (``u:`` its final URL and its
 rel=canonical target, ``d:`` its digest, ``r:`` the resources it names or is, ``b:``
 its SimHash bands), its SimHash (hex, or null when it is not compared) and ``rec``,
-the page record cut to what MRMerge reads of it (MERGE_FIELDS), as a JSON string.
+the page record cut to what MRMerge reads of it (PAGE_FIELDS, RESOURCE_FIELDS).
 Pages MRMerge leaves out (not fetched, noindex) have no row.
 
 A band key only proposes a tie: it holds when the two SimHashes verify. A band
@@ -24,16 +24,15 @@ it and the driver merges in full.
 
 Pure helper; nothing here imports mrjob.
 """
-import orjson
-
 from jobs.lib import merging as M, simhash
 
-#: Page record fields MRMerge reads (jobs.lib.merging.classify, resource_entry,
-#: final_url, latest_key, canonical_order; MRMerge.mapper_by_final_url).
-MERGE_FIELDS = ('kind', 'url', 'final_url', 'status', 'digest', 'noindex', 'resource_of',
-                'resource_name', 'content_type', 'length', 'truncated', 'http_status',
-                'reason', 'stored', 'preview', 'width', 'height', 'fetch_time', 'layer',
-                'relevance', 'fingerprint', 'canonical', 'resources')
+#: Page record fields MRMerge reads of a page (jobs.lib.merging.classify, final_url,
+#: latest_key, canonical_order; MRMerge.mapper_by_final_url) ...
+PAGE_FIELDS = ('kind', 'url', 'final_url', 'status', 'digest', 'noindex', 'fetch_time',
+               'layer', 'relevance', 'fingerprint', 'canonical', 'resources')
+#: ... and of a secondary resource (jobs.lib.merging.resource_entry).
+RESOURCE_FIELDS = PAGE_FIELDS + ('resource_of', 'resource_name') + M.RESOURCE_FIELDS + \
+    M.MEDIA_FIELDS
 
 #: merge.* settings the keys depend on: rows made with others are not comparable.
 KEY_SETTINGS = ('near_duplicates', 'max_hamming_distance', 'shingle_words', 'min_words')
@@ -71,8 +70,10 @@ def row(rec, fp_hex, k):
     """The key row of a page record MRMerge reads (a PAGE or a RESOURCE), whose SimHash
     as MRMerge compares it is *fp_hex* (MRMerge.fingerprint; None: not compared), cut
     into k + 1 bands (*k*: merge.max_hamming_distance)."""
-    cut = {f: rec[f] for f in MERGE_FIELDS if f in rec}
-    if M.classify(rec) == M.RESOURCE:
+    resource = M.classify(rec) == M.RESOURCE
+    cut = {f: rec[f] for f in (RESOURCE_FIELDS if resource else PAGE_FIELDS)
+           if rec.get(f) is not None}
+    if resource:
         keys = ['r:' + rec['url'], 'u:' + rec['resource_of']]
         fp_hex = None
     else:
@@ -84,7 +85,7 @@ def row(rec, fp_hex, k):
         if fp_hex is not None:
             keys += ['b:%d:%d' % bb for bb in simhash.bands(simhash.from_hex(fp_hex), k)]
     return {'url': rec['url'], 'keys': keys, 'simhash': fp_hex,
-            'rec': orjson.dumps(cut).decode()}
+            'rec': cut}
 
 
 def exact_duplicates(recs):
