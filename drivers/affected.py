@@ -173,6 +173,10 @@ def plan_merge(c):
     kept_meta = json.loads(c.fs.read_text(c.fs.join(c.path('prev_' + KEYS), META)))
     if kept_meta['settings'] != A.key_settings(c.conf['merge']):
         return 'merge settings changed since the last build', None
+    size, most = c.fs.size(c.path('prev_' + KEYS)), c.conf['merge']['affected_max_bytes']
+    if size > most:
+        return 'merge_keys/ holds %d bytes, over merge.affected_max_bytes (%d)' % (
+            size, most), None
     changed_lines = read_lines(c, changed_side(c))
     changed = [orjson.loads(line) for line in changed_lines]
     if any(r.get('stale') for r in changed):

@@ -6,6 +6,7 @@ import os
 import orjson
 
 from drivers.fixture_site import _links, _near_page, _page
+from drivers.crawl import Crawl
 from drivers.affected import ROW_SCHEMA, Closure, read_rows
 from jobs.lib import affected as A, counters as C, simhash
 from tests.conftest import crawl_site, read_records, test_conf
@@ -82,7 +83,16 @@ def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site,
         read_records(os.path.join(out, 'merge_map')))
     meta = json.load(open(os.path.join(out, 'merge_keys', '_meta.json')))
     assert meta['settings']['min_words'] == 40
-
+    # Key rows past merge.affected_max_bytes are not read: every page is merged.
+    o['/near1b.html'] = _near_page('Friday 4 December 2026', '18bb7ce0f1')
+    lines = []
+    crawl = Crawl(out, test_conf('politeness.delay=0.02', 'recrawl.interval=0',
+                                 'merge.min_words=40', 'merge.affected_max_bytes=100'),
+                  runner='inline', depth=2, progress=lines.append)
+    crawl.run(os.path.join(str(tmp_path), 'seeds.txt'))
+    step = json.load(open(os.path.join(out, 'steps', 'merge.json')))['counters']['merge']
+    assert C.MERGE_AFFECTED not in step
+    assert any('over merge.affected_max_bytes (100)' in m for m in lines), lines
 
 
 def _row(url, fp=None, digest=None, final=None, canonical=None):

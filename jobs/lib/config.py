@@ -161,7 +161,7 @@ def _validate(conf):
             raise ConfigError('merge.%s must be >= 1, got %r' % (key, merge[key]))
     if merge['shingle_words'] > 64:       # jobs.lib.simhash.MULTIPLIERS: one per word
         raise ConfigError('merge.shingle_words must be <= 64, got %r' % merge['shingle_words'])
-    for key in ('min_words', 'max_anchors', 'compact_ratio'):
+    for key in ('min_words', 'max_anchors', 'compact_ratio', 'affected_max_bytes'):
         if merge[key] < 0:
             raise ConfigError('merge.%s must be >= 0, got %r' % (key, merge[key]))
     for name, allowed in CHOICES.items():
