@@ -417,6 +417,12 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     assert set(hdfs_xml(fs, out_uri + '/delta/002/xml')) == {new_url}
     cycle2 = json.loads(fs.read_text(out_uri + '/cycles/002.json'))
     assert cycle2['finished'] and cycle2['first_layer'] == DEPTH + 1
+    # The second build merged only the groups its change affects (drivers/affected.py),
+    # from the key rows the map tasks of the first build's MRMerge and the reduce tasks
+    # of MRCurrent wrote to HDFS through WebHDFS.
+    merge2 = json.loads(fs.read_text(out_uri + '/steps/merge.json'))['counters']['merge']
+    assert merge2['merge_affected_urls_total'] >= 1, merge2
+    assert merge2['merged_pages_total'] == len(hdfs_records(fs, out_uri + '/merge_map'))
 
     # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
