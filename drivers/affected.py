@@ -2,9 +2,10 @@
 
 A full MRMerge writes each page's key row beside its output (``--keys-dir``):
 OUT/merge_keys/, with _meta.json (the merge.* settings the keys were made with and
-the duplicate totals). In a delta build the last build's merge_map/ and merge_keys/
-are kept as prev_merge_map/ and prev_merge_keys/, and MRCurrent writes the key row of
-each URL whose current fetch changed (``--changed-dir``). Then:
+the duplicate totals). When a later build starts (not a reparse) the last build's
+merge_map/ and merge_keys/ are kept as prev_merge_map/ and prev_merge_keys/, and
+MRCurrent writes the key row of each URL whose current fetch changed
+(``--changed-dir``). Then:
 
     prev_merge_keys/ + changed rows -> the affected set (Closure, below)
     its rows                        -> MRMerge -> their groups' merge_map records
@@ -14,10 +15,11 @@ each URL whose current fetch changed (``--changed-dir``). Then:
 merge_keys/ is written before merge_map/, which a resumed run takes as done. The
 merge is made in full instead when the keys were made with other settings, a
 changed page's SimHash needs its text, a band bucket of the set would be cut
-(merge.max_bucket_pages), or a kept group names a URL of the set.
+(merge.max_bucket_pages), merge_keys/ is over merge.affected_max_bytes, or a kept
+group names a URL of the set.
 
-The driver reads the key rows (a few hundred bytes a page, read by Arrow's JSON
-reader) and merge_map/; the pages' records are not read.
+The driver reads the key rows (about 550 bytes a page, by Arrow's JSON reader) and
+merge_map/; the pages' records are not read.
 """
 import json
 import time
@@ -66,7 +68,7 @@ def changed_side(c):
 
 
 def keep(c):
-    """A delta build starts: the last build's merge_map/ and merge_keys/ kept for the
+    """A later build starts: the last build's merge_map/ and merge_keys/ kept for the
     affected merge (both, or neither)."""
     for name in ('merge_map', KEYS):
         c.fs.rm(c.path('prev_' + name))
