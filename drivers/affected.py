@@ -218,7 +218,8 @@ class Closure:
     def __init__(self, old, new, changed, k, cap):
         """*old*: the last build's key rows (Arrow); *new*: the changed URLs' new rows
         (Arrow; a URL that is no longer a merged page has none); *changed*: every URL
-        whose current fetch changed; *k*: merge.max_hamming_distance; *cap*: merge.max_bucket_pages."""
+        whose current fetch changed; *k*: merge.max_hamming_distance; *cap*:
+        merge.max_bucket_pages."""
         both = pa.concat_tables([old, new])
         self.n_old, self.k = old.num_rows, k
         self.url = both['url'].to_pylist()

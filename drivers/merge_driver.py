@@ -41,8 +41,8 @@ from jobs.lib import counters as C
 log = logging.getLogger('mrcrawl')
 
 #: Final outputs, rebuilt for the whole crawl after each cycle or reparse.
-FINAL_OUTPUTS = ('current', 'merge_map', 'merge_keys', 'anchors', 'merged', 'xml', 'signatures', 'index',
-                 'hosts')
+FINAL_OUTPUTS = ('current', 'merge_map', 'merge_keys', 'anchors', 'merged', 'xml',
+                 'signatures', 'index', 'hosts')
 
 
 def merge_step(*steps):
