@@ -135,6 +135,11 @@ def merge(c):
     made = read_lines(c, c.fs.join(into, 'map'))
     finals = {M.final_url(r) for r in old_recs + new_recs if not r.get('resource_of')}
     kept, counts = [], {C.MERGED_PAGES: 0, C.NEAR_DUPLICATES: 0, C.CANONICAL_DUPLICATES: 0}
+
+    def count(rec):
+        counts[C.MERGED_PAGES] += 1
+        counts[C.NEAR_DUPLICATES] += len(rec['near_duplicates'])
+        counts[C.CANONICAL_DUPLICATES] += len(rec['canonical_duplicates'])
     for line in read_lines(c, c.path('prev_merge_map')):
         rec = orjson.loads(line)
         if rec['url'] in finals:
@@ -144,11 +149,9 @@ def merge(c):
             done(c)
             return None
         kept.append(line)
-    for line in kept + made:
-        rec = orjson.loads(line)
-        counts[C.MERGED_PAGES] += 1
-        counts[C.NEAR_DUPLICATES] += len(rec['near_duplicates'])
-        counts[C.CANONICAL_DUPLICATES] += len(rec['canonical_duplicates'])
+        count(rec)
+    for line in made:
+        count(orjson.loads(line))
     counts[C.EXACT_DUPLICATES] = totals[C.EXACT_DUPLICATES] - A.exact_duplicates(
         old_recs) + A.exact_duplicates(new_recs)
     write_lines(c, c.path('tmp', KEYS), rows)

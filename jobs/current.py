@@ -67,10 +67,10 @@ class MRCurrent(CrawlJob):
 
     def changed_row(self, rec):
         """*rec*'s key row for --changed-dir."""
-        merge = self.conf['merge']
-        if M.classify(rec) == M.RESOURCE:
+        merge, what = self.conf['merge'], M.classify(rec)
+        if what == M.RESOURCE:
             return affected.row(rec, None, None)
-        if M.classify(rec) != M.PAGE:
+        if what != M.PAGE:
             return {'url': rec['url'], 'keys': [], 'simhash': None, 'rec': None}
         fp, event = affected.compared_simhash(rec, merge)
         out = affected.row(rec, fp, merge['max_hamming_distance'])
