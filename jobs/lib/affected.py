@@ -19,8 +19,8 @@ Pages MRMerge leaves out (not fetched, noindex) have no row.
 
 A band key only proposes a tie: it holds when the two SimHashes verify. A band
 bucket of more than merge.max_bucket_pages pages is cut by arrival in MRMerge, so a
-merge of part of the crawl could compare other pages there: :func:`closure` reports
-it and the driver merges in full.
+merge of part of the crawl could compare other pages there: the closure
+(drivers/affected.py) reports it and the driver merges in full.
 
 Pure helper; nothing here imports mrjob.
 """
