@@ -2,8 +2,9 @@
 
 Reads ``page`` records (meta/* or current/: what MRMerge read, the same pages) and
 ``merge_map`` records (merge_map/, MRMerge: who folds into whom). Writes one ``anchors``
-record per URL of a merged page's group that has in-link anchors (anchors/): its leader
-``url`` and the anchors ``[{from, text}, ...]`` of the links to that member. MRMergeJoin
+record per URL of a merged page's group that has in-link anchors (anchors/): that
+``member``, its leader ``url`` and the anchors ``[{from, text}, ...]`` of the links to
+that member. MRMergeJoin
 (jobs/merge_join.py) gathers a leader's records and keeps the distinct anchors from
 outside its group, at most ``merge.max_anchors`` (jobs.lib.merging.keep_anchors).
 
@@ -27,11 +28,17 @@ Why not in MRMerge: the anchors are most of what a merge would carry (in a group
 summaries through its six shuffles, folded at every step), while only the group a URL
 ends in decides where its anchors go. Here they cross two shuffles, never folded.
 
+With ``--only FILE`` (a later build: drivers/affected_anchors.py) it inverts only the
+links to the URLs FILE names as targets and writes only the records of the members it
+names: every URL that can send anchors to such a member is a target there, so each
+record written is the one a whole run would write.
+
 Run alone (after jobs.merge)::
 
     python -m jobs.anchors --crawl-conf crawl/conf.json crawl/meta/000 crawl/meta/001 \\
         crawl/merge_map -o /tmp/anchors
 """
+import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
@@ -52,9 +59,23 @@ class MRAnchors(CrawlJob):
                        jobconf=self.wide_reduce()),
                 MRStep(reducer=self.reducer_to_leader, jobconf=self.wide_reduce())]
 
+    def configure_args(self):
+        super().configure_args()
+        self.add_file_arg('--only', help='JSON lines ["target", URL] and ["member", URL]: '
+                          'invert only the links to these targets, write the records of '
+                          'these members only. Default: every link and member.')
+
     def mapper_init_links(self):
         self.internal_anchors = self.conf['merge']['internal_anchors']
         self.pending, self.held = {}, 0
+        self.targets = self.members = None
+        if self.options.only:
+            self.targets, self.members = set(), set()
+            with open(self.options.only, 'rb') as f:
+                for line in f:
+                    if line.strip():
+                        what, url = orjson.loads(line)
+                        (self.targets if what == 'target' else self.members).add(url)
 
     def flush_links(self):
         """(target, {inlinks: [[from, text], ...]}) per target of the links held."""
@@ -69,7 +90,10 @@ class MRAnchors(CrawlJob):
         for rec in self.records(line, 'page', 'merge_map'):
             if rec['kind'] == 'page':
                 source, links = M.inlinks(rec, self.internal_anchors, self.count)
-                if source != rec['url']:
+                targets = self.targets
+                if targets is not None:
+                    links = [link for link in links if link[0] in targets]
+                if source != rec['url'] and (targets is None or rec['url'] in targets):
                     yield rec['url'], {'redirect': source}
                 pending = self.pending
                 for target, text in links:
@@ -81,9 +105,10 @@ class MRAnchors(CrawlJob):
                 if self.held >= COMBINE_LINKS:
                     yield from self.flush_links()
                 continue
-            yield rec['url'], {'leader': rec['url']}
-            for dup in rec.get('duplicates') or ():
-                yield dup, {'leader': rec['url']}
+            members = self.members
+            for member in [rec['url']] + list(rec.get('duplicates') or ()):
+                if members is None or member in members:
+                    yield member, {'leader': rec['url']}
 
     def reducer_by_target(self, url, values):
         """(URL, its inlinks, redirect notice, leader notice) -> (the URL after its
@@ -112,7 +137,8 @@ class MRAnchors(CrawlJob):
             self.count(C.ANCHOR_TARGETS_NOT_PAGES)
             return
         # Its own anchors and those of URLs that redirected to it (gather_anchors' lists).
-        yield None, {'kind': 'anchors', 'url': leader, 'anchors': M.distinct_anchors(parts)}
+        yield None, {'kind': 'anchors', 'member': url, 'url': leader,
+                     'anchors': M.distinct_anchors(parts)}
 
 
 if __name__ == '__main__':
