@@ -49,7 +49,15 @@ class MRCurrent(CrawlJob):
                               'such URL\'s current fetch: {url, keys: [] and rec: null '
                               'when MRMerge leaves it out, stale: true when its SimHash '
                               'needs its text}. Default: off.')
-        self.add_webhdfs_args('--changed-dir')
+        self.add_passthru_arg('--links-dir', default=None,
+                              help='With --since: also write, into this folder (one file '
+                              'per reduce task), what the anchors of a later build '
+                              'follow (drivers/affected_anchors.py): {url, final} for '
+                              'each URL whose current fetch ended at another URL, and '
+                              '{url, finals, targets} for each URL whose current fetch '
+                              'changed: the URLs its old and new fetch ended at and the '
+                              'targets of their links with anchor text. Default: off.')
+        self.add_webhdfs_args('--changed-dir and --links-dir')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_changed,
@@ -59,11 +67,29 @@ class MRCurrent(CrawlJob):
     def reducer_init_changed(self):
         o = self.options
         self.changed = o.changed_dir and o.since is not None and self.side_sink(o.changed_dir)
+        self.links = o.links_dir and o.since is not None and self.side_sink(o.links_dir)
 
     def reducer_final_changed(self):
-        if self.changed:
-            self.changed.commit()
+        for sink in (self.changed, self.links):
+            if sink:
+                sink.commit()
         return ()
+
+    def link_rows(self, best, old, changed):
+        """--links-dir rows of a URL whose current fetch is *best* (*old*: the last
+        build's, or None; *changed*: is *best* newer than it)."""
+        internal = self.conf['merge']['internal_anchors']
+        final, links = M.inlinks(best, internal, _uncounted)
+        if final != best['url']:
+            self.links.add({'url': best['url'], 'final': final})
+        if changed:
+            finals, targets = [final], {target for target, _ in links}
+            if old is not None:
+                old_final, old_links = M.inlinks(old, internal, _uncounted)
+                finals.append(old_final)
+                targets.update(target for target, _ in old_links)
+            self.links.add({'url': best['url'], 'finals': finals,
+                            'targets': sorted(targets)})
 
     def changed_row(self, rec):
         """*rec*'s key row for --changed-dir."""
@@ -85,21 +111,32 @@ class MRCurrent(CrawlJob):
             yield rec['url'], rec
 
     def reducer_current(self, url, recs):
-        best, n = None, 0
+        best, old, n = None, None, 0
+        since = self.options.since
         for rec in recs:
             n += 1
-            if best is None or M.current_key(rec) > M.current_key(best):
+            key = M.current_key(rec)
+            if best is None or key > M.current_key(best):
                 best = rec
+            if self.links and (rec.get('layer') or 0) <= since and (
+                    old is None or key > M.current_key(old)):
+                old = rec
         self.count(C.CURRENT_PAGES)
         self.count(C.CURRENT_READ, n)
-        since = self.options.since
-        if since is not None and (best.get('layer') or 0) > since:
+        changed = since is not None and (best.get('layer') or 0) > since
+        if changed:
             self.count(C.CURRENT_NEW)
             if self.changed:
                 self.changed.add(self.changed_row(best))
+        if self.links:
+            self.link_rows(best, old, changed)
         if n > 1:
             self.count(C.SUPERSEDED, n - 1)
         yield None, best
+
+
+def _uncounted(name, amount=1):
+    """MRAnchors counts the links it inverts; the rows here only name them."""
 
 
 if __name__ == '__main__':
