@@ -118,6 +118,7 @@ def done(c):
 def merge(c):
     """The affected set merged and spliced in: merge_map/ and merge_keys/, and the
     report's merge step; None when the merge must be made in full (the reason told)."""
+    from drivers import affected_anchors
     from jobs.merge import MRMerge
     start = time.monotonic()
     why, plan = plan_merge(c)
@@ -161,7 +162,11 @@ def merge(c):
     step = {'counters': {C.MERGE: dict(counts, **{C.MERGE_AFFECTED: len(affected_urls),
                                                   C.MERGE_AFFECTED_GROUPS: len(made)})},
             'seconds': round(time.monotonic() - start, 3), 'runner': job.get('runner')}
-    c.report.save_step('merge', step)      # before merge_map/, which marks the step done
+    # What the anchors follow (drivers/affected_anchors.py), with the step: before merge_map/,
+    # which marks the step done.
+    affected_anchors.write_merged(c, finals | {M.final_url(r) for r in old_recs + new_recs}
+                                  | affected_urls)
+    c.report.save_step('merge', step)
     write_lines(c, c.path('tmp', 'merge_map'), kept + made)
     c.fs.rename(c.path('tmp', 'merge_map'), c.path('merge_map'))
     c.fs.rm(into)

@@ -35,7 +35,7 @@ them behind brings them up to date.
 import json
 import logging
 
-from drivers import affected, beside
+from drivers import affected, affected_anchors, beside
 from jobs.lib import counters as C
 
 log = logging.getLogger('mrcrawl')
@@ -120,8 +120,10 @@ class MergeDriver:
         self.keep_current(build, done)
         if 'reparse' in build:      # a reparse changes pages without a newer fetch
             affected.done(c)
+            affected_anchors.done(c)
         else:
             affected.keep(c)
+            affected_anchors.keep(c)
         if not self.previous():
             for name in ('signatures', 'merged'):
                 if c.fs.exists(c.path(name)):
@@ -236,7 +238,8 @@ class MergeDriver:
         elif since is not None and c.fs.exists(prev):
             inputs = [prev] + [i for i in inputs if int(i.rstrip('/').rsplit('/', 1)[1]) > since]
         step = c.run_step('current', MRCurrent, inputs, c.path('current'),
-                          ['--since', str(last)] + ([] if again else affected.changed_args(c))
+                          ['--since', str(last)] + ([] if again else affected.changed_args(c)
+                                                    + affected_anchors.links_args(c))
                           if last is not None else [])
         n = step['counters'].get(C.CURRENT, {})
         if last is not None:
@@ -290,8 +293,15 @@ class MergeDriver:
         c = self.crawl
         if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
             return {'counters': {}, 'seconds': 0.0}     # merged/ by a one-job merge
-        return c.run_step('anchors', MRAnchors, list(summaries) + [c.path('merge_map')],
+        if not c.fs.exists(c.path('anchors')) and affected_anchors.ready(c):
+            step = affected_anchors.anchors(c, summaries)
+            if step:
+                return step
+        affected_anchors.done(c)
+        step = c.run_step('anchors', MRAnchors, list(summaries) + [c.path('merge_map')],
                           c.path('anchors'))
+        affected_anchors.commit_full(c)
+        return step
 
     def previous(self):
         """The previous build's signatures/ (else its merged/, from an earlier version)

@@ -41,7 +41,21 @@ def _check_equals_a_full_merge(out, conf, tmp_path, tag):
     assert {k: step.get(k, 0) for k in TOTALS} == {
         k: counters['merge'].get(k, 0) for k in TOTALS}
     assert _lines(os.path.join(out, 'merge_keys')) == _lines(str(keys))
+    _check_equals_whole_anchors(out, conf_file, current)
     return {r['url']: r for r in full}
+
+
+def _check_equals_whole_anchors(out, conf_file, current):
+    """anchors/ of *out*'s last build (made for the affected URLs only) is what
+    MRAnchors writes from every page's links and merge_map/."""
+    from jobs.anchors import MRAnchors
+    step = json.load(open(os.path.join(out, 'steps', 'anchors.json')))['counters']['merge']
+    whole, _ = run_job(MRAnchors, conf_file, current + read_records(
+        os.path.join(out, 'merge_map')))
+    # Made for the affected URLs, the rest kept from the last build.
+    assert step[C.ANCHORS_AFFECTED] > 0 and step[C.ANCHORS_KEPT] > 0
+    assert _lines(os.path.join(out, 'anchors')) == sorted(
+        whole, key=lambda r: json.dumps(r, sort_keys=True))
 
 
 def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site, tmp_path):
@@ -55,8 +69,10 @@ def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site,
     near1, near1b = site.url('/near1.html'), site.url('/near1b.html')
     assert near1b in first[near1]['near_duplicates']
     o = site.overrides
+    # A new link to /c.html, which /redirect (linked from the home page) ends at.
     o['/a.html'] = _page('Page A (depth 1)', _links(
-        '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html', '/a-print.html'))
+        '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html', '/a-print.html',
+        '/c.html'))
     o['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
     o['/near1b.html'] = _page('Rewritten', '<p>%s</p>' % ' '.join(
         'word%d' % i for i in range(80)))
@@ -81,6 +97,9 @@ def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site,
     step = json.load(open(os.path.join(out, 'steps', 'merge.json')))['counters']['merge']
     assert C.MERGE_AFFECTED not in step and step[C.MERGED_PAGES] == len(
         read_records(os.path.join(out, 'merge_map')))
+    # After a full merge the anchors are made in full too.
+    step = json.load(open(os.path.join(out, 'steps', 'anchors.json')))['counters']['merge']
+    assert C.ANCHORS_AFFECTED not in step and step[C.ANCHOR_TARGETS] > 0
     meta = json.load(open(os.path.join(out, 'merge_keys', '_meta.json')))
     assert meta['settings']['min_words'] == 40
     # Key rows past merge.affected_max_bytes are not read: every page is merged.
@@ -180,3 +199,19 @@ def test_an_affected_merge_stopped_before_its_merge_map_resumes_to_the_same(
     second = _check_equals_a_full_merge(out, conf, tmp_path, 'resumed')
     assert site.url('/near1c.html') in second[site.url('/near1.html')]['near_duplicates']
     assert not any(n.startswith('prev_merge') for n in os.listdir(out))
+
+
+def test_the_anchors_closure_takes_every_url_that_ends_at_a_member():
+    """drivers/affected_anchors.closure: a changed page P links to C; R redirects to C,
+    so the links to R are inverted too; P's new final URL F redirects on to G, which
+    becomes a member; a redirect to a URL nothing touches stays out."""
+    from drivers.affected_anchors import closure, member_of
+    rows = [{'url': 'P', 'finals': ['F', 'P'], 'targets': ['C']},
+            {'url': 'P', 'final': 'F'}, {'url': 'F', 'final': 'G'},
+            {'url': 'R', 'final': 'C'}, {'url': 'S', 'final': 'T'}]
+    targets, members = closure(['M'], rows)
+    assert members == {'M', 'P', 'F', 'C', 'G'}
+    assert targets == {'M', 'P', 'F', 'C', 'G', 'R'}
+    assert member_of(orjson.dumps({'kind': 'anchors', 'member': 'a"b', 'url': 'x',
+                                   'anchors': []})) == orjson.dumps('a"b')[1:-1]
+    assert member_of(b'{"kind":"anchors","url":"x","anchors":[]}') is None

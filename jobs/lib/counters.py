@@ -176,6 +176,10 @@ MERGE_AFFECTED_GROUPS = 'merge_affected_groups_total'  #: merge_map records made
 ANCHORS_JOINED = 'anchors_joined_total'           #: in-link anchors attached to merged pages
 ANCHORS_OVER_CAP = 'anchors_over_cap_total'       #: in-link anchors past merge.max_anchors
 ANCHOR_TARGETS_NOT_PAGES = 'anchor_targets_not_pages_total'  #: anchors to URLs with no page
+ANCHORS_AFFECTED = 'anchors_affected_urls_total'  #: a later build's anchors: member URLs
+#: whose records were made again (drivers/affected_anchors.py); the step's other
+#: counters then count the links to them, and inlinks_total every page's links
+ANCHORS_KEPT = 'anchors_kept_total'               #: anchors/ records kept from the last build
 RESOURCES_ATTACHED = 'resources_attached_total'   #: fetched secondary resources listed on
 #: their parent's merged page (one per name and URL; a folded parent's go to its leader)
 RESOURCES_SHARED = 'resources_shared_total'   #: extra pages a fetched resource is listed

@@ -1,0 +1,206 @@
+"""A later build's in-link anchors for the URLs its change affects only (MergeDriver).
+
+anchors/ (MRAnchors) holds one record per member URL of a merged page's group with
+in-link anchors. A member's record is made of its leader (merge_map/) and the anchors
+of the links to every URL that ends at it (itself, and the URLs that redirect to it).
+From one build to the next that record changes only when:
+
+- its group changes: the member is a final URL of the affected merge's pages
+  (drivers/affected.py writes them, tmp/merge_affected);
+- a link to it, or to a URL that ends at it, appears or goes: a changed page's old or
+  new link (MRCurrent ``--links-dir`` names their targets), or the page's own final
+  URL moves (the changed page's old and new final URLs, also named there);
+- a URL starts or stops ending at it: that URL's fetch changed (the same rows).
+
+So the driver takes those URLs as members, adds, round by round, every URL that ends
+at a member (MRCurrent's rows name each redirect of the crawl) and the URL each of
+them ends at, and runs MRAnchors with ``--only``: it inverts the links to those URLs
+from every page and writes their members' records, each the one a whole run would
+write. The last build's records of the other members are kept:
+
+    prev_anchors/ less the members' records + MRAnchors --only -> anchors/
+
+It is made in full instead in a crawl's first build, after a full merge (a reparse,
+changed merge settings...), when merge.internal_anchors changed, and when anchors/
+is over merge.affected_max_bytes (the driver reads every record's member).
+"""
+import json
+
+import orjson
+
+from drivers.affected import part_names, read_lines
+
+#: What the last build's anchors were made with, beside them (anchors/ is MRMergeJoin's
+#: input, so this sits in the crawl folder).
+META = 'anchors_meta.json'
+PREFIX = b'{"kind":"anchors","member":"'
+TAIL = b'","url":'
+
+
+def links_side(c):
+    return c.path('tmp', 'links_side')
+
+
+def merged_side(c):
+    """The final URLs of the affected merge's pages (drivers/affected.py)."""
+    return c.path('tmp', 'merge_affected')
+
+
+def settings(c):
+    return {'internal_anchors': c.conf['merge']['internal_anchors']}
+
+
+def keep(c):
+    """A later build starts: the last build's anchors/ kept as prev_anchors/."""
+    done(c)
+    if c.fs.exists(c.path('anchors')) and c.fs.exists(c.path(META)):
+        c.fs.rename(c.path('anchors'), c.path('prev_anchors'))
+
+
+def done(c):
+    for path in (c.path('prev_anchors'), links_side(c), merged_side(c)):
+        c.fs.rm(path)
+
+
+def links_args(c):
+    """MRCurrent's --links-dir, when the last build's anchors are kept."""
+    if not c.fs.exists(c.path('prev_anchors')):
+        return []
+    if not c.fs.exists(c.path('current')):
+        c.fs.rm(links_side(c))
+    return c.task_path_args('--links-dir', links_side(c))
+
+
+def write_merged(c, finals):
+    c.fs.rm(merged_side(c))
+    c.fs.mkdirs(merged_side(c))
+    c.fs.write_text(c.fs.join(merged_side(c), 'part-00000'),
+                    ''.join(json.dumps(u) + '\n' for u in sorted(finals)))
+
+
+def ready(c):
+    """Is there a last build's anchors/ to start from (prev_anchors/, MRCurrent's rows)?"""
+    return all(c.fs.exists(p) for p in (c.path('prev_anchors'), links_side(c)))
+
+
+def commit_full(c):
+    """After a whole MRAnchors: what its records were made with."""
+    c.fs.write_text(c.path(META), json.dumps(settings(c)))
+
+
+def why_full(c):
+    """Why anchors/ must be made in full although :func:`ready`, or None."""
+    if not c.fs.exists(merged_side(c)):
+        return 'the merge was made in full'
+    if json.loads(c.fs.read_text(c.path(META))) != settings(c):
+        return 'merge.internal_anchors changed since the last build'
+    size, most = c.fs.size(c.path('prev_anchors')), c.conf['merge']['affected_max_bytes']
+    if size > most:
+        return 'anchors/ holds %d bytes, over merge.affected_max_bytes (%d)' % (size, most)
+    return None
+
+
+def closure(merged, rows):
+    """(targets, members): the URLs whose links MRAnchors inverts and those whose
+    records it writes. *merged*: final URLs of the affected merge; *rows*: MRCurrent's
+    --links-dir rows."""
+    ends = {}                                   # URL -> the URL its fetch ended at
+    members = set(merged)
+    for r in rows:
+        if 'final' in r:
+            ends[r['url']] = r['final']
+        else:
+            members.add(r['url'])
+            members.update(r['finals'])
+            members.update(r['targets'])
+    into = {}                                   # final URL -> URLs that end at it
+    for url, final in ends.items():
+        into.setdefault(final, []).append(url)
+    targets, todo = set(), list(members)
+    while todo:
+        member = todo.pop()
+        for url in [member] + into.get(member, []):
+            if url in targets:
+                continue
+            targets.add(url)
+            final = ends.get(url, url)
+            if final not in members:
+                members.add(final)
+                todo.append(final)
+    return targets, members
+
+
+def member_of(line):
+    """The JSON-escaped member URL of an anchors/ line, as bytes, or None for a record
+    without one (an earlier version's)."""
+    if line.startswith(PREFIX):
+        end = line.find(TAIL, len(PREFIX))
+        if end > 0 and b'\\' not in line[len(PREFIX):end]:
+            return line[len(PREFIX):end]
+    member = orjson.loads(line).get('member')
+    return None if member is None else orjson.dumps(member)[1:-1]
+
+
+def anchors(c, summaries):
+    """anchors/ for this build from the affected members only, and the report's
+    anchors step; None when it must be made in full (the reason told)."""
+    import time
+    from jobs.anchors import MRAnchors
+    from jobs.lib import counters as C
+    start = time.monotonic()
+    why = why_full(c)
+    if why:
+        c.progress('anchors: %s: inverting every link' % why)
+        done(c)
+        return None
+    merged = [json.loads(line) for line in read_lines(c, merged_side(c))]
+    rows = [orjson.loads(line) for line in read_lines(c, links_side(c))]
+    targets, members = closure(merged, rows)
+    only = c.path('tmp', 'anchors_only')
+    c.fs.rm(only)
+    c.fs.mkdirs(only)
+    part = c.fs.join(only, 'part-00000')
+    with c.fs.open_write_binary(part) as f:
+        for what, urls in (('target', targets), ('member', members)):
+            for url in sorted(urls):
+                f.write(orjson.dumps([what, url]) + b'\n')
+    job = c.run_step('anchors-affected', MRAnchors,
+                     list(summaries) + [c.path('merge_map')],
+                     c.path('tmp', 'anchors_new'), ['--only', part])
+    c.report.save_step('anchors-affected', dict(job, made_by='anchors'))
+    escaped = {orjson.dumps(m)[1:-1] for m in members}
+    into, kept = c.path('tmp', 'anchors_spliced'), 0
+    c.fs.rm(into)
+    c.fs.mkdirs(into)
+    names = part_names(c, c.path('prev_anchors')) or ['part-00000']
+    for i, name in enumerate(names):
+        with c.fs.open_write_binary(c.fs.join(into, name)) as f:
+            path = c.fs.join(c.path('prev_anchors'), name)
+            for line in c.fs.iter_lines(path) if c.fs.exists(path) else ():
+                if not line.strip():
+                    continue
+                member = member_of(line)
+                if member is None:
+                    c.progress('anchors: a record of an earlier version: inverting '
+                               'every link')
+                    c.fs.rm(into)
+                    done(c)
+                    return None
+                if member not in escaped:
+                    f.write(line if line.endswith(b'\n') else line + b'\n')
+                    kept += 1
+            if i == len(names) - 1:
+                for line in read_lines(c, c.path('tmp', 'anchors_new')):
+                    f.write(line + b'\n')
+    n = dict(job['counters'].get(C.MERGE, {}))
+    n.update({C.ANCHORS_AFFECTED: len(members), C.ANCHORS_KEPT: kept})
+    step = {'counters': {C.MERGE: n}, 'seconds': round(time.monotonic() - start, 3),
+            'runner': job.get('runner')}
+    c.report.save_step('anchors', step)
+    c.fs.rename(into, c.path('anchors'))
+    c.fs.rm(c.path('tmp', 'anchors_new'))
+    c.fs.rm(only)
+    done(c)
+    c.progress('anchors: %d URL(s) affected by the change, %d record(s) kept' % (
+        len(members), kept))
+    return step
