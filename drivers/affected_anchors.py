@@ -46,6 +46,12 @@ def merged_side(c):
     return c.path('tmp', 'merge_affected')
 
 
+def join_only(c):
+    """The URLs a delta build's join must join again (MRMergeJoin --only), written
+    with anchors/ when it followed the change."""
+    return c.fs.join(c.path('tmp', 'join_only'), 'part-00000')
+
+
 def settings(c):
     return {'internal_anchors': c.conf['merge']['internal_anchors']}
 
@@ -53,6 +59,7 @@ def settings(c):
 def keep(c):
     """A later build starts: the last build's anchors/ kept as prev_anchors/."""
     done(c)
+    c.fs.rm(c.path('tmp', 'join_only'))
     if c.fs.exists(c.path('anchors')) and c.fs.exists(c.path(META)):
         c.fs.rename(c.path('anchors'), c.path('prev_anchors'))
 
@@ -130,6 +137,27 @@ def closure(merged, rows):
     return targets, members
 
 
+def splice_signatures(c, previous, side):
+    """A join of the --only URLs (*side*: their signature records) completed with the
+    last build's signatures/ (*previous*) of every other URL, whose page the join did
+    not touch: the records kept, and how many name a merged page."""
+    with c.fs.open_read_binary(join_only(c)) as f:
+        joined = {orjson.loads(line) for line in f if line.strip()}
+    kept = pages = 0
+    c.fs.mkdirs(side)
+    with c.fs.open_write_binary(c.fs.join(side, 'part-kept')) as f:
+        for name in part_names(c, previous):
+            for line in c.fs.iter_lines(c.fs.join(previous, name)):
+                if not line.strip():
+                    continue
+                rec = orjson.loads(line)
+                if rec['url'] not in joined:
+                    f.write(line if line.endswith(b'\n') else line + b'\n')
+                    kept += 1
+                    pages += rec['kind'] == 'signature'
+    return kept, pages
+
+
 def member_of(line):
     """The JSON-escaped member URL of an anchors/ line, as bytes, or None for a record
     without one (an earlier version's)."""
@@ -139,6 +167,39 @@ def member_of(line):
             return line[len(PREFIX):end]
     member = orjson.loads(line).get('member')
     return None if member is None else orjson.dumps(member)[1:-1]
+
+
+def splice(c, into, members, leaders):
+    """prev_anchors/ less the records of *members*, plus tmp/anchors_new/, into *into*:
+    the records kept, or None if one is of an earlier version (no member). The leaders
+    of the records dropped and added go into *leaders*."""
+    escaped = {orjson.dumps(m)[1:-1] for m in members}
+    kept, member = 0, b''
+    c.fs.rm(into)
+    c.fs.mkdirs(into)
+    names = part_names(c, c.path('prev_anchors')) or ['part-00000']
+    for i, name in enumerate(names):
+        with c.fs.open_write_binary(c.fs.join(into, name)) as f:
+            path = c.fs.join(c.path('prev_anchors'), name)
+            for line in c.fs.iter_lines(path) if c.fs.exists(path) else ():
+                if not line.strip():
+                    continue
+                member = member_of(line)
+                if member is None:
+                    break
+                if member not in escaped:
+                    f.write(line if line.endswith(b'\n') else line + b'\n')
+                    kept += 1
+                else:
+                    leaders.add(orjson.loads(line)['url'])
+            if member is not None and i == len(names) - 1:
+                for line in read_lines(c, c.path('tmp', 'anchors_new')):
+                    f.write(line + b'\n')
+                    leaders.add(orjson.loads(line)['url'])
+        if member is None:
+            c.fs.rm(into)
+            return None
+    return kept
 
 
 def anchors(c, summaries):
@@ -168,35 +229,27 @@ def anchors(c, summaries):
                      list(summaries) + [c.path('merge_map')],
                      c.path('tmp', 'anchors_new'), ['--only', part])
     c.report.save_step('anchors-affected', dict(job, made_by='anchors'))
-    escaped = {orjson.dumps(m)[1:-1] for m in members}
-    into, kept = c.path('tmp', 'anchors_spliced'), 0
-    c.fs.rm(into)
-    c.fs.mkdirs(into)
-    names = part_names(c, c.path('prev_anchors')) or ['part-00000']
-    for i, name in enumerate(names):
-        with c.fs.open_write_binary(c.fs.join(into, name)) as f:
-            path = c.fs.join(c.path('prev_anchors'), name)
-            for line in c.fs.iter_lines(path) if c.fs.exists(path) else ():
-                if not line.strip():
-                    continue
-                member = member_of(line)
-                if member is None:
-                    c.progress('anchors: a record of an earlier version: inverting '
-                               'every link')
-                    c.fs.rm(into)
-                    done(c)
-                    return None
-                if member not in escaped:
-                    f.write(line if line.endswith(b'\n') else line + b'\n')
-                    kept += 1
-            if i == len(names) - 1:
-                for line in read_lines(c, c.path('tmp', 'anchors_new')):
-                    f.write(line + b'\n')
+    # The join's URLs: the merge's, every changed URL and where it ends, and the leaders
+    # of every anchors record made again, old and new (:func:`splice`).
+    leaders = set(merged)
+    for r in rows:
+        if 'finals' in r:
+            leaders.add(r['url'])
+            leaders.update(r['finals'])
+    into = c.path('tmp', 'anchors_spliced')
+    kept = splice(c, into, members, leaders)
+    if kept is None:
+        c.progress('anchors: a record of an earlier version: inverting every link')
+        done(c)
+        return None
     n = dict(job['counters'].get(C.MERGE, {}))
     n.update({C.ANCHORS_AFFECTED: len(members), C.ANCHORS_KEPT: kept})
     step = {'counters': {C.MERGE: n}, 'seconds': round(time.monotonic() - start, 3),
             'runner': job.get('runner')}
     c.report.save_step('anchors', step)
+    c.fs.rm(c.path('tmp', 'join_only'))
+    c.fs.mkdirs(c.path('tmp', 'join_only'))
+    c.fs.write_text(join_only(c), ''.join(json.dumps(u) + '\n' for u in sorted(leaders)))
     c.fs.rename(into, c.path('anchors'))
     c.fs.rm(c.path('tmp', 'anchors_new'))
     c.fs.rm(only)

@@ -377,8 +377,13 @@ class MergeDriver:
             c.task_path_args('--delta-dir', sides['delta']) + \
             c.task_path_args('--signature-dir', sides['signatures']) + \
             c.task_path_args('--pages-dir', sides['pages'])
-        fresh, join = self.run_join([c.path('merge_map'), c.path('anchors'),
-                                     self.previous()] + new_sources, args, sides)
+        previous = self.previous()
+        # Only the URLs the change affects, when the anchors followed it too.
+        only = previous.endswith('prev_signatures') and \
+            c.fs.exists(affected_anchors.join_only(c)) and affected_anchors.join_only(c)
+        fresh, join = self.run_join([c.path('merge_map'), c.path('anchors'), previous] +
+                                    new_sources, args + (['--only', only] if only else []),
+                                    sides)
         missing = join['counters'].get(C.MERGE_JOIN, {}).get(C.JOIN_NOT_STORED, 0)
         if missing:
             c.progress('merge: %d page(s) lead with a fetch whose merged record is not '
@@ -389,6 +394,17 @@ class MergeDriver:
             done = self.outputs()
             self.record_outputs(mode='full', base=build, deltas=[], layers=done['layers'])
             return self.merge_join(sources, group, build)
+        if only:
+            kept, pages = affected_anchors.splice_signatures(c, previous, sides['signatures'])
+            if fresh:       # the pages kept are the join's unread ones, counted as such
+                n = join['counters'].setdefault(C.MERGE_JOIN, {})
+                n[C.JOIN_REUSED] = n.get(C.JOIN_REUSED, 0) + pages
+                n[C.JOIN_AFFECTED] = len(c.fs.read_text(only).splitlines())
+                n[C.JOIN_SIGNATURES_KEPT] = kept
+                d = join['counters'].setdefault(C.DELTA, {})
+                d[C.DELTA_UNCHANGED] = d.get(C.DELTA_UNCHANGED, 0) + pages
+                c.progress('merge: joined %d URL(s) the change affects, %d signature(s) '
+                           'kept' % (n[C.JOIN_AFFECTED], kept))
         if fresh:
             changes = {'seconds': 0.0, 'made_by': 'mergejoin',
                        'counters': {C.DELTA: join['counters'].pop(C.DELTA, {})}}

@@ -41,6 +41,7 @@ Run alone (after jobs.merge)::
     python -m jobs.merge_join --crawl-conf crawl/conf.json crawl/merge_map \\
         crawl/anchors crawl/out/000 crawl/out/001 -o /tmp/merged
 """
+import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
@@ -103,13 +104,18 @@ class MRMergeJoin(CrawlJob):
                               'is the same. Writes the delta (--delta-dir, whose records/ '
                               'are then the store) and every page\'s signature '
                               '(--signature-dir); no merged/ or xml/.')
+        self.add_file_arg('--only', help='JSON lines, one URL each: with --incremental, '
+                          'join only these URLs (a value keyed by another is dropped), '
+                          'and write only their signatures: the driver keeps the other '
+                          'pages\' (drivers/affected_anchors.py). Default: every URL.')
         self.add_passthru_arg('--crawl-root', default=None,
                               help='The crawl folder the signatures\' record places are '
                               'relative to (local path or hdfs:// URI).')
         self.add_webhdfs_args('--xml-dir, --signature-dir, --delta-dir or --merged-dir')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_xml,
+        return [MRStep(mapper_init=self.mapper_init_only, mapper=self.mapper_by_url,
+                       reducer_init=self.reducer_init_xml,
                        reducer=self.reducer_join, reducer_final=self.reducer_final_xml,
                        jobconf=self.wide_reduce())]
 
@@ -149,7 +155,20 @@ class MRMergeJoin(CrawlJob):
             self.pages.commit()
         return ()
 
+    def mapper_init_only(self):
+        self.only = None
+        if self.options.only:
+            with open(self.options.only, 'rb') as f:
+                self.only = {orjson.loads(line) for line in f if line.strip()}
+
     def mapper_by_url(self, _, line):
+        """:meth:`values_by_url`, those of the URLs ``--only`` names."""
+        only = self.only
+        for key, value in self.values_by_url(line):
+            if only is None or key in only:
+                yield key, value
+
+    def values_by_url(self, line):
         """merge_map line -> (url, map); anchors line -> (its leader's url, its anchors);
         page line -> (final url, page without body).
         For the delta (--delta-dir) also: (URL folded into a page, its page), (url, its
@@ -305,7 +324,6 @@ class MRMergeJoin(CrawlJob):
     def reread(self, url, found, old):
         """The previous build's merged record of *url*, read back from its place, with
         *found*'s folds, anchors and resources: (merged record, its named resources)."""
-        import orjson
         from jobs.lib import sidefile
         o = self.options
         name, offset, length = old['at']

@@ -215,3 +215,62 @@ def test_the_anchors_closure_takes_every_url_that_ends_at_a_member():
     assert member_of(orjson.dumps({'kind': 'anchors', 'member': 'a"b', 'url': 'x',
                                    'anchors': []})) == orjson.dumps('a"b')[1:-1]
     assert member_of(b'{"kind":"anchors","url":"x","anchors":[]}') is None
+
+
+def test_a_delta_join_of_the_affected_urls_equals_a_full_join(site, tmp_path):
+    """The same two cycles into two folders, the second build a delta (its join of the
+    URLs the change affects only, the other pages' signatures kept) or a full join
+    (merge.compact_ratio=0): the same pages, documents and delta."""
+    from jobs.lib.deltas import signature
+    from tests.conftest import current_merged
+    confs = {mode: test_conf('politeness.delay=0.02', 'recrawl.interval=0',
+                             'merge.compact_ratio=' + ratio)
+             for mode, ratio in (('delta', '0.5'), ('full', '0'))}
+    for mode in confs:
+        (tmp_path / mode).mkdir()
+    outs = {mode: crawl_site(site, tmp_path / mode, conf, depth=2)[0]
+            for mode, conf in confs.items()}
+    site.overrides['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    site.overrides['/a.html'] = _page('Page A (depth 1)', _links(
+        '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html'))
+    for mode, conf in confs.items():
+        crawl_site(site, tmp_path / mode, conf, depth=2)
+
+    def delta(out):
+        return {r['url']: signature(r) if r['kind'] == 'merged' else r['reason']
+                for r in read_records(os.path.join(out, 'delta', '002', 'records'))}
+    views = {mode: {u: signature(r) for u, r in current_merged(out).items()}
+             for mode, out in outs.items()}
+    assert views['delta'] == views['full'] and delta(outs['delta']) == delta(outs['full'])
+    # /near1c.html, new, folds into /near1.html; /a.html links to it.
+    assert {site.url('/near1.html'), site.url('/a.html')} <= set(delta(outs['delta']))
+    join = json.load(open(os.path.join(outs['delta'], 'steps', 'mergejoin.json')))
+    join = join['counters']['merge_join']
+    assert join[C.JOIN_AFFECTED] > 0, join
+    assert join[C.JOIN_SIGNATURES_KEPT] > 0
+    sigs = {r['url'] for r in read_records(os.path.join(outs['delta'], 'signatures'))
+            if r['kind'] == 'signature'}
+    assert sigs == set(views['delta'])
+
+
+def test_anchors_of_an_earlier_version_are_inverted_again_in_full(site, tmp_path):
+    """anchors/ records without a member (an earlier version's) cannot be spliced: the
+    next build says so and inverts every link."""
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=2)
+    folder = os.path.join(out, 'anchors')
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        recs = [json.loads(line) for line in open(path) if line.strip()]
+        with open(path, 'w') as f:
+            f.writelines(json.dumps({k: v for k, v in r.items() if k != 'member'}) + '\n'
+                         for r in recs)
+    site.overrides['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    lines = []
+    Crawl(out, conf, runner='inline', depth=2, progress=lines.append).run(
+        os.path.join(str(tmp_path), 'seeds.txt'))
+    assert any('a record of an earlier version' in m for m in lines), lines
+    step = json.load(open(os.path.join(out, 'steps', 'anchors.json')))['counters']['merge']
+    assert C.ANCHORS_AFFECTED not in step and step[C.ANCHOR_TARGETS] > 0
+    assert all('member' in r for r in read_records(folder))
+    assert not os.path.exists(os.path.join(out, 'prev_anchors'))

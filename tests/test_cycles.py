@@ -250,6 +250,9 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
     # read back; /t/still.html (304, the same folds and anchors) is not read at all.
     assert join['stored_reread_total'] == 2 and 'leader_not_stored_total' not in join
     assert join['stored_reused_total'] == 1
+    # It joined the URLs the change affects only (drivers/affected_anchors.py): here
+    # the home page links to every page, so all of them.
+    assert join['join_affected_urls_total'] >= len(view(outs['delta']))
     assert outputs['changes'] == len(delta(outs['delta'])) and outputs['store'] == 1
     sigs = [r for r in read_records(os.path.join(outs['delta'], 'signatures'))]
     pages = {r['url']: r for r in sigs if r['kind'] == 'signature'}

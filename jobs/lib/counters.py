@@ -201,6 +201,10 @@ JOIN_FETCH_NOT_FOUND = 'map_fetch_not_found_total'  #: the fetch a merge_map rec
 # An incremental build's join (--incremental): pages whose fetch is in no new layer
 JOIN_REUSED = 'stored_reused_total'    #: the same fetch and merge_map record: the stored
 #: merged record stands, unread
+JOIN_AFFECTED = 'join_affected_urls_total'  #: a delta build's join of the URLs its
+#: change affects only (MRMergeJoin --only); stored_reused_total then also counts the
+#: pages of the others, whose signatures the driver keeps
+JOIN_SIGNATURES_KEPT = 'signatures_kept_total'  #: their signatures, kept
 JOIN_REREAD = 'stored_reread_total'    #: the same fetch, other folds or anchors: the stored
 #: merged record read back by its place
 JOIN_PAGES_KEPT = 'folded_pages_kept_total'  #: page records of URLs folded into another
