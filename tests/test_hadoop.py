@@ -423,6 +423,12 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     merge2 = json.loads(fs.read_text(out_uri + '/steps/merge.json'))['counters']['merge']
     assert merge2['merge_affected_urls_total'] >= 1, merge2
     assert merge2['merged_pages_total'] == len(hdfs_records(fs, out_uri + '/merge_map'))
+    # Its anchors were inverted for the affected URLs only (drivers/affected_anchors.py):
+    # MRCurrent's link rows through WebHDFS, MRAnchors --only from HDFS, the last build's
+    # records kept.
+    anchors2 = json.loads(fs.read_text(out_uri + '/steps/anchors.json'))['counters']['merge']
+    assert anchors2['anchors_affected_urls_total'] >= 1, anchors2
+    assert anchors2['anchors_kept_total'] > 0, anchors2
 
     # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
