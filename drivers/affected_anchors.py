@@ -20,6 +20,11 @@ write. The last build's records of the other members are kept:
 
     prev_anchors/ less the members' records + MRAnchors --only -> anchors/
 
+The URLs a delta build's join takes then (tmp/join_only, MRMergeJoin --only): the
+affected merge's, every changed URL and where it ends, and the leaders of every record
+dropped or made. Any other page has the same fetch, folds and anchors, so its merged
+record and signature stand: the driver keeps its signature (:func:`splice_signatures`).
+
 It is made in full instead in a crawl's first build, after a full merge (a reparse,
 changed merge settings...), when merge.internal_anchors changed, and when anchors/
 is over merge.affected_max_bytes (the driver reads every record's member).

@@ -203,7 +203,8 @@ JOIN_REUSED = 'stored_reused_total'    #: the same fetch and merge_map record: t
 #: merged record stands, unread
 JOIN_AFFECTED = 'join_affected_urls_total'  #: a delta build's join of the URLs its
 #: change affects only (MRMergeJoin --only); stored_reused_total then also counts the
-#: pages of the others, whose signatures the driver keeps
+#: pages of the others, whose signatures the driver keeps, and the merge group's
+#: anchors_joined_total and anchors_over_cap_total count the joined pages' anchors
 JOIN_SIGNATURES_KEPT = 'signatures_kept_total'  #: their signatures, kept
 JOIN_REREAD = 'stored_reread_total'    #: the same fetch, other folds or anchors: the stored
 #: merged record read back by its place
