@@ -429,6 +429,10 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     anchors2 = json.loads(fs.read_text(out_uri + '/steps/anchors.json'))['counters']['merge']
     assert anchors2['anchors_affected_urls_total'] >= 1, anchors2
     assert anchors2['anchors_kept_total'] > 0, anchors2
+    # And its join took those URLs only, the others' signatures kept from HDFS.
+    join2 = json.loads(fs.read_text(out_uri + '/steps/mergejoin.json'))['counters']
+    assert join2['merge_join']['join_affected_urls_total'] >= 1, join2
+    assert join2['merge_join']['signatures_kept_total'] > 0, join2
 
     # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
