@@ -164,7 +164,7 @@ def merge(c):
             'seconds': round(time.monotonic() - start, 3), 'runner': job.get('runner')}
     # What the anchors follow (drivers/affected_anchors.py), with the step: before merge_map/,
     # which marks the step done.
-    affected_anchors.write_merged(c, finals | {M.final_url(r) for r in old_recs + new_recs}
+    affected_anchors.write_merged(c, {M.final_url(r) for r in old_recs + new_recs}
                                   | affected_urls)
     c.report.save_step('merge', step)
     write_lines(c, c.path('tmp', 'merge_map'), kept + made)

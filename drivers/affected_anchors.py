@@ -30,10 +30,12 @@ changed merge settings...), when merge.internal_anchors changed, and when anchor
 is over merge.affected_max_bytes (the driver reads every record's member).
 """
 import json
+import time
 
 import orjson
 
-from drivers.affected import part_names, read_lines
+from drivers.affected import part_names, read_lines, write_lines
+from jobs.lib import counters as C
 
 #: What the last build's anchors were made with, beside them (anchors/ is MRMergeJoin's
 #: input, so this sits in the crawl folder).
@@ -53,8 +55,13 @@ def merged_side(c):
 
 def join_only(c):
     """The URLs a delta build's join must join again (MRMergeJoin --only), written
-    with anchors/ when it followed the change."""
+    with anchors/ when it followed the change (:func:`write_urls`)."""
     return c.fs.join(c.path('tmp', 'join_only'), 'part-00000')
+
+
+def write_urls(c, folder, urls):
+    """*urls* as JSON lines into *folder*/part-00000, made afresh."""
+    write_lines(c, folder, [orjson.dumps(u) for u in sorted(urls)])
 
 
 def settings(c):
@@ -84,10 +91,7 @@ def links_args(c):
 
 
 def write_merged(c, finals):
-    c.fs.rm(merged_side(c))
-    c.fs.mkdirs(merged_side(c))
-    c.fs.write_text(c.fs.join(merged_side(c), 'part-00000'),
-                    ''.join(json.dumps(u) + '\n' for u in sorted(finals)))
+    write_urls(c, merged_side(c), finals)
 
 
 def ready(c):
@@ -145,9 +149,9 @@ def closure(merged, rows):
 def splice_signatures(c, previous, side):
     """A join of the --only URLs (*side*: their signature records) completed with the
     last build's signatures/ (*previous*) of every other URL, whose page the join did
-    not touch: the records kept, and how many name a merged page."""
-    with c.fs.open_read_binary(join_only(c)) as f:
-        joined = {orjson.loads(line) for line in f if line.strip()}
+    not touch: (the URLs joined, the records kept, how many of them name a merged
+    page)."""
+    joined = {orjson.loads(line) for line in read_lines(c, c.path('tmp', 'join_only'))}
     kept = pages = 0
     c.fs.mkdirs(side)
     with c.fs.open_write_binary(c.fs.join(side, 'part-kept')) as f:
@@ -160,7 +164,7 @@ def splice_signatures(c, previous, side):
                     f.write(line if line.endswith(b'\n') else line + b'\n')
                     kept += 1
                     pages += rec['kind'] == 'signature'
-    return kept, pages
+    return len(joined), kept, pages
 
 
 def member_of(line):
@@ -210,26 +214,20 @@ def splice(c, into, members, leaders):
 def anchors(c, summaries):
     """anchors/ for this build from the affected members only, and the report's
     anchors step; None when it must be made in full (the reason told)."""
-    import time
     from jobs.anchors import MRAnchors
-    from jobs.lib import counters as C
     start = time.monotonic()
     why = why_full(c)
     if why:
         c.progress('anchors: %s: inverting every link' % why)
         done(c)
         return None
-    merged = [json.loads(line) for line in read_lines(c, merged_side(c))]
+    merged = [orjson.loads(line) for line in read_lines(c, merged_side(c))]
     rows = [orjson.loads(line) for line in read_lines(c, links_side(c))]
     targets, members = closure(merged, rows)
     only = c.path('tmp', 'anchors_only')
-    c.fs.rm(only)
-    c.fs.mkdirs(only)
     part = c.fs.join(only, 'part-00000')
-    with c.fs.open_write_binary(part) as f:
-        for what, urls in (('target', targets), ('member', members)):
-            for url in sorted(urls):
-                f.write(orjson.dumps([what, url]) + b'\n')
+    write_lines(c, only, [orjson.dumps([what, url]) for what, urls in (
+        ('target', targets), ('member', members)) for url in sorted(urls)])
     job = c.run_step('anchors-affected', MRAnchors,
                      list(summaries) + [c.path('merge_map')],
                      c.path('tmp', 'anchors_new'), ['--only', part])
@@ -252,9 +250,7 @@ def anchors(c, summaries):
     step = {'counters': {C.MERGE: n}, 'seconds': round(time.monotonic() - start, 3),
             'runner': job.get('runner')}
     c.report.save_step('anchors', step)
-    c.fs.rm(c.path('tmp', 'join_only'))
-    c.fs.mkdirs(c.path('tmp', 'join_only'))
-    c.fs.write_text(join_only(c), ''.join(json.dumps(u) + '\n' for u in sorted(leaders)))
+    write_urls(c, c.path('tmp', 'join_only'), leaders)
     c.fs.rename(into, c.path('anchors'))
     c.fs.rm(c.path('tmp', 'anchors_new'))
     c.fs.rm(only)
