@@ -78,11 +78,13 @@ class MRCurrent(CrawlJob):
     def link_rows(self, best, old, changed):
         """--links-dir rows of a URL whose current fetch is *best* (*old*: the last
         build's, or None; *changed*: is *best* newer than it)."""
-        internal = self.conf['merge']['internal_anchors']
-        final, links = M.inlinks(best, internal, _uncounted)
+        # Where it ends, as jobs.lib.merging.inlinks names it; its links only if changed.
+        final = best.get('final_url') or best['url']
         if final != best['url']:
             self.links.add({'url': best['url'], 'final': final})
         if changed:
+            internal = self.conf['merge']['internal_anchors']
+            _, links = M.inlinks(best, internal, _uncounted)
             finals, targets = [final], {target for target, _ in links}
             if old is not None:
                 old_final, old_links = M.inlinks(old, internal, _uncounted)
@@ -111,16 +113,16 @@ class MRCurrent(CrawlJob):
             yield rec['url'], rec
 
     def reducer_current(self, url, recs):
-        best, old, n = None, None, 0
-        since = self.options.since
+        best = old = best_key = old_key = None
+        n, since = 0, self.options.since
         for rec in recs:
             n += 1
             key = M.current_key(rec)
-            if best is None or key > M.current_key(best):
-                best = rec
+            if best is None or key > best_key:
+                best, best_key = rec, key
             if self.links and (rec.get('layer') or 0) <= since and (
-                    old is None or key > M.current_key(old)):
-                old = rec
+                    old is None or key > old_key):
+                old, old_key = rec, key
         self.count(C.CURRENT_PAGES)
         self.count(C.CURRENT_READ, n)
         changed = since is not None and (best.get('layer') or 0) > since
