@@ -26,8 +26,10 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 PYSPY = os.path.join(BENCH, '.venv-scrapy', 'bin', 'py-spy')
 CLASSES = {'fetch': 'MRFetch', 'parse': 'MRParse', 'optimize': 'MROptimize',
            'generate': 'MRGenerate', 'merge': 'MRMerge', 'xml': 'MRHtmlToXml',
-           'plan': 'MRPlanFetch', 'mergejoin': 'MRMergeJoin'}
-MODULES = {'xml': 'html_to_xml', 'plan': 'plan_fetch', 'mergejoin': 'merge_join'}
+           'plan': 'MRPlanFetch', 'mergejoin': 'MRMergeJoin',
+           'current': 'MRCurrent', 'anchors': 'MRAnchors', 'indexrows': 'MRIndexRows'}
+MODULES = {'xml': 'html_to_xml', 'plan': 'plan_fetch', 'mergejoin': 'merge_join',
+           'indexrows': 'index_rows'}
 
 
 def role(proc_frame):
