@@ -118,7 +118,7 @@ def done(c):
 def merge(c):
     """The affected set merged and spliced in: merge_map/ and merge_keys/, and the
     report's merge step; None when the merge must be made in full (the reason told)."""
-    from drivers import affected_anchors
+    from drivers import affected_anchors, affected_index
     from jobs.merge import MRMerge
     start = time.monotonic()
     why, plan = plan_merge(c)
@@ -141,9 +141,11 @@ def merge(c):
         counts[C.MERGED_PAGES] += 1
         counts[C.NEAR_DUPLICATES] += len(rec['near_duplicates'])
         counts[C.CANONICAL_DUPLICATES] += len(rec['canonical_duplicates'])
+    folds = ([], [])              # (url, duplicates) of the groups dropped, and kept
     for line in read_lines(c, c.path('prev_merge_map')):
         rec = orjson.loads(line)
         if rec['url'] in finals:
+            folds[0].append((rec['url'], rec.get('duplicates') or ()))
             continue
         if affected_urls.intersection(rec.get('duplicates') or ()):
             c.progress('merge: a kept group names an affected URL: merging every page')
@@ -151,8 +153,11 @@ def merge(c):
             return None
         kept.append(line)
         count(rec)
-    for line in made:
-        count(orjson.loads(line))
+        if rec.get('duplicates'):
+            folds[1].append((rec['url'], rec['duplicates']))
+    made_recs = [orjson.loads(line) for line in made]
+    for rec in made_recs:
+        count(rec)
     counts[C.EXACT_DUPLICATES] = totals[C.EXACT_DUPLICATES] - A.exact_duplicates(
         old_recs) + A.exact_duplicates(new_recs)
     write_lines(c, c.path('tmp', KEYS), rows)
@@ -166,6 +171,8 @@ def merge(c):
     # which marks the step done.
     affected_anchors.write_merged(c, {M.final_url(r) for r in old_recs + new_recs}
                                   | affected_urls)
+    affected_index.write_folds(c, affected_urls, folds[0], [
+        (r['url'], r.get('duplicates') or ()) for r in made_recs], folds[1])
     c.report.save_step('merge', step)
     write_lines(c, c.path('tmp', 'merge_map'), kept + made)
     c.fs.rename(c.path('tmp', 'merge_map'), c.path('merge_map'))

@@ -244,6 +244,21 @@ def rows_to_parquet(fs, rows_dir, index_dir, hosts_dir, max_buffered=MAX_BUFFERE
     return counts
 
 
+def rows_table(lines):
+    """index_row *lines* (bytes, orjson's) as one table of INDEX_SCHEMA + layer."""
+    schema = _FAST_OPTIONS.explicit_schema
+    try:
+        return pj.read_json(io.BytesIO(b'\n'.join(lines)), parse_options=_FAST_OPTIONS) \
+            if lines else schema.empty_table()
+    except pa.ArrowInvalid:      # a value of another type: converted one by one
+        rows = [orjson.loads(line) for line in lines]
+        return pa.Table.from_arrays(
+            [pa.array([v[i] for v in map(index_columns, rows)], f.type)
+             for i, f in enumerate(INDEX_SCHEMA)]
+            + [pa.array([int(r.get('layer') or 0) for r in rows], pa.int64())],
+            schema=schema)
+
+
 def add_batch(lines, index, hosts, counts, max_buffered):
     """index_row *lines* parsed by Arrow, one row group per layer; line by line when a
     value does not fit the schema."""
@@ -302,23 +317,31 @@ def build_index(crawl, outs):
     merge_map/: the folds are the same, merged/ is the page text besides), write OUT/index
     and OUT/hosts. Skipped when OUT/index exists (a resumed crawl). Returns the step dict
     saved as steps/index.json."""
+    from drivers import affected_index
     from jobs.index_rows import MRIndexRows
     fs = crawl.fs
     final, hosts_final = crawl.path('index'), crawl.path('hosts')
     if fs.exists(final):
         return crawl.report.load_step('index')
     rows_dir = crawl.path('index_rows')
-    rows_step = crawl.run_step('indexrows', MRIndexRows, index_inputs(crawl, outs), rows_dir)
-    start = time.monotonic()
     tmp_index, tmp_hosts = crawl.path('tmp', 'index'), crawl.path('tmp', 'hosts')
     fs.rm(tmp_index)
     fs.rm(tmp_hosts)
-    counts = rows_to_parquet(fs, rows_dir, tmp_index, tmp_hosts)
-    job = rows_step['counters'].get(C.INDEX, {})
+    counts = affected_index.build(crawl, tmp_index, tmp_hosts)
+    if counts:
+        # Its rows came from MRCurrent: the last full build's job step is not this one's.
+        fs.rm(crawl.report.step_path('indexrows'))
+        job, seconds = counts['counters'], counts['seconds']
+    else:
+        rows_step = crawl.run_step('indexrows', MRIndexRows, index_inputs(crawl, outs),
+                                   rows_dir)
+        start = time.monotonic()
+        counts = rows_to_parquet(fs, rows_dir, tmp_index, tmp_hosts)
+        job = rows_step['counters'].get(C.INDEX, {})
+        seconds = rows_step['seconds'] + time.monotonic() - start
     step = {'counters': {C.INDEX: job}, 'rows': counts['rows'], 'hosts': counts['hosts'],
             'files': counts['files'], 'row_groups': counts['row_groups'],
-            'bad_lines': counts['bad_lines'],
-            'seconds': round(rows_step['seconds'] + time.monotonic() - start, 3)}
+            'bad_lines': counts['bad_lines'], 'seconds': round(seconds, 3)}
     if counts['bad_lines']:
         log.warning('index: %d line(s) of %s were not index records', counts['bad_lines'],
                     rows_dir)

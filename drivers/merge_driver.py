@@ -35,7 +35,7 @@ them behind brings them up to date.
 import json
 import logging
 
-from drivers import affected, affected_anchors, beside
+from drivers import affected, affected_anchors, affected_index, beside
 from jobs.lib import counters as C
 
 log = logging.getLogger('mrcrawl')
@@ -121,9 +121,11 @@ class MergeDriver:
         if 'reparse' in build:      # a reparse changes pages without a newer fetch
             affected.done(c)
             affected_anchors.done(c)
+            affected_index.done(c)
         else:
             affected.keep(c)
             affected_anchors.keep(c)
+            affected_index.keep(c)
         if not self.previous():
             for name in ('signatures', 'merged'):
                 if c.fs.exists(c.path(name)):
@@ -235,11 +237,13 @@ class MergeDriver:
         if again:
             c.fs.rm(c.path('current'))
             c.fs.rm(prev)
+            c.fs.rm(affected_index.rows_side(c))
         elif since is not None and c.fs.exists(prev):
             inputs = [prev] + [i for i in inputs if int(i.rstrip('/').rsplit('/', 1)[1]) > since]
         step = c.run_step('current', MRCurrent, inputs, c.path('current'),
                           ['--since', str(last)] + ([] if again else affected.changed_args(c)
-                                                    + affected_anchors.links_args(c))
+                                                    + affected_anchors.links_args(c)
+                                                    + affected_index.rows_args(c))
                           if last is not None else [])
         n = step['counters'].get(C.CURRENT, {})
         if last is not None:

@@ -25,15 +25,15 @@ class Report:
         self.depth = depth
         self.runner = runner
 
-    def _step_path(self, name):
+    def step_path(self, name):
         return self.fs.join(self.out, 'steps', name + '.json')
 
     def save_step(self, name, step):
-        self.fs.write_text(self._step_path(name), json.dumps(step, sort_keys=True))
+        self.fs.write_text(self.step_path(name), json.dumps(step, sort_keys=True))
 
     def load_step(self, name):
         try:
-            return json.loads(self.fs.read_text(self._step_path(name)))
+            return json.loads(self.fs.read_text(self.step_path(name)))
         except (OSError, ValueError):
             return {'counters': {}, 'seconds': 0.0, 'missing': True}
 

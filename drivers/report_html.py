@@ -56,7 +56,7 @@ def _read_json(fs, path):
         return None
 
 
-def _layer_dirs(fs, root):
+def layer_dirs(fs, root):
     """[(layer int, folder)] of a dataset partitioned as ``layer=NNN``."""
     out = []
     for name in fs.listdir(root):
@@ -127,7 +127,7 @@ def scan_index(fs, out):
     if not fs.exists(root):
         return None
     per_layer, classes = {}, {}
-    for layer, folder in _layer_dirs(fs, root):
+    for layer, folder in layer_dirs(fs, root):
         stats = per_layer.setdefault(layer, {'rows': 0, 'fetched': 0, 'duplicates': 0})
         for batch in _batches(fs, folder, ['url', 'status', 'reason', 'duplicate_of']):
             status = batch.column('status')
@@ -155,7 +155,7 @@ def scan_hosts(fs, out, top=TOP_HOSTS):
         return None
     largest, slow, denied, n = {}, [], [], 0
     cols = ['host', 'urls', 'elapsed', 'bytes', 'reasons'] + list(R.FETCH_STATUSES)
-    for layer, folder in _layer_dirs(fs, root):
+    for layer, folder in layer_dirs(fs, root):
         largest.setdefault(layer, (0, None, 0))
         for batch in _batches(fs, folder, cols):
             for rec in batch.to_pylist():

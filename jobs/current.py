@@ -18,6 +18,11 @@ it reads the last build's current/ and the layers new since it only (MergeDriver
 (jobs.lib.merging.current_key), so the greatest of the old greatest and the new fetches
 is the same, and the job's cost follows the crawl's size, not its number of cycles.
 
+With ``--since``, side files name what a later build's affected steps follow:
+``--changed-dir`` the merge's (drivers/affected.py), ``--links-dir`` the anchors'
+(drivers/affected_anchors.py), ``--rows-dir`` the index rows made anew
+(drivers/affected_index.py).
+
 Counters: ``current_total`` (URLs), ``superseded_total`` (fetches replaced by a later
 one of the same URL), ``current_read_total`` (fetches read), ``current_new_total`` (with
 ``--since L``: URLs whose current fetch is from a layer after L, the last build's: what
@@ -31,6 +36,7 @@ Run alone::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
+from jobs.index_rows import index_row
 from jobs.lib import affected, counters as C, merging as M
 
 
@@ -57,7 +63,13 @@ class MRCurrent(CrawlJob):
                               '{url, finals, targets} for each URL whose current fetch '
                               'changed: the URLs its old and new fetch ended at and the '
                               'targets of their links with anchor text. Default: off.')
-        self.add_webhdfs_args('--changed-dir and --links-dir')
+        self.add_passthru_arg('--rows-dir', default=None,
+                              help='With --since: also write, into this folder (one file '
+                              'per reduce task), the index row (jobs.index_rows) of each '
+                              'URL whose current fetch changed or that had several '
+                              'fetches up to --since (the last index has a row for each): '
+                              'the rows drivers/affected_index.py makes anew. Default: off.')
+        self.add_webhdfs_args('--changed-dir, --links-dir and --rows-dir')
 
     def steps(self):
         return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_changed,
@@ -68,9 +80,10 @@ class MRCurrent(CrawlJob):
         o = self.options
         self.changed = o.changed_dir and o.since is not None and self.side_sink(o.changed_dir)
         self.links = o.links_dir and o.since is not None and self.side_sink(o.links_dir)
+        self.rows = o.rows_dir and o.since is not None and self.side_sink(o.rows_dir)
 
     def reducer_final_changed(self):
-        for sink in (self.changed, self.links):
+        for sink in (self.changed, self.links, self.rows):
             if sink:
                 sink.commit()
         return ()
@@ -114,15 +127,16 @@ class MRCurrent(CrawlJob):
 
     def reducer_current(self, url, recs):
         best = old = best_key = old_key = None
-        n, since = 0, self.options.since
+        n, n_old, since = 0, 0, self.options.since
         for rec in recs:
             n += 1
             key = M.current_key(rec)
             if best is None or key > best_key:
                 best, best_key = rec, key
-            if self.links and (rec.get('layer') or 0) <= since and (
-                    old is None or key > old_key):
-                old, old_key = rec, key
+            if since is not None and (rec.get('layer') or 0) <= since:
+                n_old += 1
+                if old is None or key > old_key:
+                    old, old_key = rec, key
         self.count(C.CURRENT_PAGES)
         self.count(C.CURRENT_READ, n)
         changed = since is not None and (best.get('layer') or 0) > since
@@ -132,6 +146,8 @@ class MRCurrent(CrawlJob):
                 self.changed.add(self.changed_row(best))
         if self.links:
             self.link_rows(best, old, changed)
+        if self.rows and (changed or n_old > 1):
+            self.rows.add(index_row(best))
         if n > 1:
             self.count(C.SUPERSEDED, n - 1)
         yield None, best

@@ -42,7 +42,40 @@ def _check_equals_a_full_merge(out, conf, tmp_path, tag):
         k: counters['merge'].get(k, 0) for k in TOTALS}
     assert _lines(os.path.join(out, 'merge_keys')) == _lines(str(keys))
     _check_equals_whole_anchors(out, conf_file, current)
+    _check_equals_a_full_index(out, conf_file, current, tmp_path / ('index-' + tag))
     return {r['url']: r for r in full}
+
+
+def _dataset(folder, key):
+    import pyarrow.dataset as ds
+    rows = ds.dataset(str(folder), format='parquet', partitioning='hive').to_table()
+    return sorted(rows.to_pylist(), key=lambda r: tuple(str(r[k]) for k in key))
+
+
+def _check_equals_a_full_index(out, conf_file, current, tmp):
+    """index/ and hosts/ of *out*'s last build (the last index, less the rows MRCurrent
+    made anew, with the folds that changed) are what MRIndexRows makes of every URL."""
+    from drivers import fs
+    from drivers.index import rows_to_parquet
+    from jobs.index_rows import MRIndexRows
+    step = json.load(open(os.path.join(out, 'steps', 'index.json')))
+    n = step['counters']['index']
+    assert n[C.INDEX_ROWS_MADE] > 0 and n[C.INDEX_ROWS_KEPT] > 0, n
+    assert not os.path.exists(os.path.join(out, 'steps', 'indexrows.json'))
+    rows, counters = run_job(MRIndexRows, conf_file, current + read_records(
+        os.path.join(out, 'merge_map')))
+    os.makedirs(tmp / 'rows')
+    with open(tmp / 'rows' / 'part-00000', 'wb') as f:
+        f.writelines(orjson.dumps(r) + b'\n' for r in rows)
+    rows_to_parquet(fs.LocalFS(), str(tmp / 'rows'), str(tmp / 'index'), str(tmp / 'hosts'))
+    assert _dataset(os.path.join(out, 'index'), ['url']) == _dataset(tmp / 'index', ['url'])
+    made = _dataset(os.path.join(out, 'hosts'), ['layer', 'host'])
+    full = _dataset(tmp / 'hosts', ['layer', 'host'])
+    for r in made + full:      # summed in another order
+        r['elapsed'] = round(r['elapsed'], 2)
+    assert made == full
+    for k in (C.INDEX_ROWS, C.INDEX_DUPLICATE_ROWS, C.INDEX_WARC_ROWS, C.INDEX_HOST_LAYERS):
+        assert n.get(k, 0) == counters['index'].get(k, 0), k
 
 
 def _check_equals_whole_anchors(out, conf_file, current):
@@ -274,3 +307,93 @@ def test_anchors_of_an_earlier_version_are_inverted_again_in_full(site, tmp_path
     assert C.ANCHORS_AFFECTED not in step and step[C.ANCHOR_TARGETS] > 0
     assert all('member' in r for r in read_records(folder))
     assert not os.path.exists(os.path.join(out, 'prev_anchors'))
+
+
+def test_a_page_whose_group_changes_without_it_gets_its_new_fold_in_the_index(
+        site, tmp_path):
+    """/near1b.html, folded into /near1.html, is not fetched anew with another text:
+    /near1.html is. Its index row, kept from the last build, loses its duplicate_of,
+    as in an index made of every URL."""
+    import pyarrow.dataset as ds
+    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, depth=2)
+    near1, near1b = site.url('/near1.html'), site.url('/near1b.html')
+
+    def fold(url):
+        rows = ds.dataset(os.path.join(out, 'index'), format='parquet',
+                          partitioning='hive').to_table().to_pylist()
+        return [r['duplicate_of'] for r in rows if r['url'] == url]
+    assert fold(near1b) == [near1]
+    site.overrides['/near1.html'] = _page('Rewritten', '<p>%s</p>' % ' '.join(
+        'other%d' % i for i in range(80)))
+    crawl_site(site, tmp_path, conf, depth=2)
+    _check_equals_a_full_merge(out, conf, tmp_path, '2')
+    assert fold(near1b) == [None]
+
+
+def test_an_index_row_made_anew_keeps_the_fold_of_its_url_s_earlier_rows(tmp_path):
+    """The first cycle's index has a row per fetch: /u was deferred in layer 0, then
+    fetched in layer 1 and folded into /x. MRCurrent makes its row anew (it had two
+    fetches), outside the affected merge's folds: the row keeps /x. /v's fold changed
+    (the folds name it), /w is new and folded into /x."""
+    import pyarrow.dataset as ds
+    from types import SimpleNamespace
+    from drivers import affected_index, fs
+    from drivers.index import rows_to_parquet
+    from jobs.index_rows import index_row
+    base = 'http://127.0.0.1:1/'
+    x, u, v, w = (base + p for p in ('x', 'u', 'v', 'w'))
+
+    def row(url, layer, status='fetched', dup=None):
+        return dict(index_row({'url': url, 'layer': layer, 'status': status, 'length': 10,
+                               'elapsed': 0.5, 'reason': None if status == 'fetched'
+                               else 'time_budget'}), duplicate_of=dup)
+
+    def write(folder, rows):
+        os.makedirs(folder)
+        with open(os.path.join(folder, 'part-00000'), 'wb') as f:
+            f.writelines(orjson.dumps(r) + b'\n' for r in rows)
+    root = str(tmp_path)
+    write(os.path.join(root, 'old_rows'), [row(u, 0, 'deferred'), row(u, 1, dup=x),
+                                           row(x, 0), row(v, 0, dup=x)])
+    rows_to_parquet(fs.LocalFS(), os.path.join(root, 'old_rows'),
+                    os.path.join(root, 'prev_index'), os.path.join(root, 'prev_hosts'))
+    write(os.path.join(root, 'tmp', 'index_rows_side'), [row(u, 1), row(w, 2)])
+    write(os.path.join(root, 'tmp', 'index_folds'), [
+        {'url': v, 'duplicate_of': None}, {'url': w, 'duplicate_of': x}])
+    c = SimpleNamespace(fs=fs.LocalFS(), path=lambda *p: os.path.join(root, *p),
+                        conf={'merge': {'affected_max_bytes': 1 << 20}},
+                        progress=lambda m: None)
+    counts = affected_index.build(c, c.path('index'), c.path('hosts'))
+    rows = ds.dataset(c.path('index'), format='parquet', partitioning='hive').to_table()
+    assert sorted((r['url'], r['layer'], r['duplicate_of']) for r in rows.to_pylist()) == [
+        (u, 1, x), (v, 0, None), (w, 2, x), (x, 0, None)]
+    assert counts['counters'][C.INDEX_ROWS_MADE] == 2
+    assert counts['counters'][C.INDEX_DUPLICATE_ROWS] == 2
+    hosts = ds.dataset(c.path('hosts'), format='parquet', partitioning='hive').to_table()
+    assert sorted((h['layer'], h['urls'], h['fetched'], h['deferred'], h['bytes'])
+                  for h in hosts.to_pylist()) == [(0, 2, 2, 0, 20), (1, 1, 1, 0, 10),
+                                                  (2, 1, 1, 0, 10)]
+    assert not os.path.exists(c.path('prev_index'))
+
+
+def test_mrcurrent_names_the_urls_whose_index_row_is_made_anew(tmp_path):
+    """--rows-dir: the index row of each URL whose current fetch is newer than --since,
+    or that had several fetches up to it; not of one that answered 304 since."""
+    from jobs.current import MRCurrent
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(test_conf(), f)
+    base = 'http://127.0.0.1:1/'
+
+    def page(path, layer, status='fetched', t='2026-12-01T00:00:0%dZ'):
+        return {'kind': 'page', 'url': base + path, 'layer': layer, 'status': status,
+                'fetch_time': t % layer, 'digest': 'sha1:' + path, 'links': []}
+    records = [page('u', 0, 'deferred'), page('u', 1), page('u', 2, 'not_modified'),
+               page('v', 0), page('v', 2, 'not_modified'), page('w', 2)]
+    rows_dir = tmp_path / 'rows'
+    current, counters = run_job(MRCurrent, conf_file, records, '--since', '1',
+                                '--rows-dir', str(rows_dir))
+    assert len(current) == 3 and counters['current'][C.CURRENT_NEW] == 1
+    made = {(r['url'][len(base):], r['layer'], r['status']) for r in _lines(str(rows_dir))}
+    assert made == {('u', 1, 'fetched'), ('w', 2, 'fetched')}

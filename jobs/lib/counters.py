@@ -234,6 +234,9 @@ INDEX_WARC_NOT_A_ROW = 'index_warc_not_a_row_total'  #: warc_index/ names a URL 
 #: with no page record (left out of the index)
 INDEX_DUPLICATE_CONFLICT = 'index_duplicate_conflict_total'  #: URL folded into 2+ pages:
 #: the smallest canonical URL is kept
+INDEX_ROWS_MADE = 'index_rows_made_total'  #: a later build's rows made anew
+#: (drivers/affected_index.py: the URLs whose current fetch changed)
+INDEX_ROWS_KEPT = 'index_rows_kept_total'  #: a later build's rows kept from the last index
 
 # warc (MRWarc: WARC/1.1 files, jobs/warc.py)
 WARC = 'warc'
