@@ -31,7 +31,9 @@ ends in decides where its anchors go. Here they cross two shuffles, never folded
 With ``--only FILE`` (a later build: drivers/affected_anchors.py) it inverts only the
 links to the URLs FILE names as targets and writes only the records of the members it
 names: every URL that can send anchors to such a member is a target there, so each
-record written is the one a whole run would write.
+record written is the one a whole run would write. A link to another URL is passed
+over before its text is looked at, and its inlinks_* counters count the links to the
+targets only.
 
 Run alone (after jobs.merge)::
 
@@ -89,10 +91,8 @@ class MRAnchors(CrawlJob):
         leader and every URL folded into it."""
         for rec in self.records(line, 'page', 'merge_map'):
             if rec['kind'] == 'page':
-                source, links = M.inlinks(rec, self.internal_anchors, self.count)
                 targets = self.targets
-                if targets is not None:
-                    links = [link for link in links if link[0] in targets]
+                source, links = M.inlinks(rec, self.internal_anchors, self.count, targets)
                 if source != rec['url'] and (targets is None or rec['url'] in targets):
                     yield rec['url'], {'redirect': source}
                 pending = self.pending

@@ -96,20 +96,23 @@ def keep_resources(resources):
 MAX_ANCHORS_PER_TARGET = 1000
 
 
-def inlinks(page, internal, count):
+def inlinks(page, internal, count, targets=None):
     """Nutch's invertlinks for one page record: (the URL it was fetched as, and the URL
     it ended at), and [(link target, anchor text), ...] per link with anchor text, so
     that anchors to /old reach the page served at /new and the source is named once.
     Links without anchor text are skipped, and links to the same host when *internal*
     (merge.internal_anchors) is off (Nutch's linkdb.ignore.internal.host); a sitemap's
     or robots.txt's list of URLs has no anchors. *count* (name, n) counts what is
-    skipped and kept, once per page."""
+    skipped and kept, once per page. *targets*: only the links to these URLs are
+    looked at (and counted); default every link."""
     source = page.get('final_url') or page['url']
     if page.get('noindex') and page.get('sitemap'):
         return source, []
     host = urls.host(source) if not internal else None
     out, empty, internal_skipped = [], 0, 0
     for link in page.get('links') or ():
+        if targets is not None and link['url'] not in targets:
+            continue
         text = link.get('text')
         text = ' '.join(text.split()) if text else ''
         if not text:
