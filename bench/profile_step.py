@@ -50,6 +50,9 @@ def main(argv=None):
     p.add_argument('--rate', type=int, default=100)
     p.add_argument('--top', type=int, default=20)
     p.add_argument('--json', default=None)
+    p.add_argument('--job-arg', action='append', default=[],
+                   help='an argument passed to the job as is (repeat: --job-arg=--since '
+                   '--job-arg=5)')
     p.add_argument('inputs', nargs='+')
     args = p.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix='mrcrawl-prof-')
@@ -62,7 +65,7 @@ def main(argv=None):
         job_args += local_runner_args()
     if args.max_depth is not None:
         job_args += ['--max-depth', str(args.max_depth)]
-    job_args += [os.path.join(args.crawl, i) for i in args.inputs]
+    job_args += args.job_arg + [os.path.join(args.crawl, i) for i in args.inputs]
     code = ('import logging, sys; logging.basicConfig(level=logging.ERROR); '
             'from jobs.%s import %s as J; j = J(args=%r); '
             'r = j.make_runner(); r.__enter__(); r.run(); r.__exit__(None, None, None)'
