@@ -35,12 +35,12 @@ import time
 import orjson
 
 from drivers.affected import part_names, read_lines, write_lines
-from jobs.lib import counters as C
+from jobs.lib import counters as C, records as R
 
 #: What the last build's anchors were made with, beside them (anchors/ is MRMergeJoin's
 #: input, so this sits in the crawl folder).
 META = 'anchors_meta.json'
-PREFIX = b'{"kind":"anchors","member":"'
+PREFIX = R.ANCHORS_START
 TAIL = b'","url":'
 
 

@@ -45,7 +45,7 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, deltas as D, merging as M
+from jobs.lib import counters as C, deltas as D, merging as M, records as R
 
 #: What MRMerge's map record adds to (or puts in place of) the page's own fields (its
 #: ``anchors`` are MRAnchors', set by :meth:`MRMergeJoin.gather`).
@@ -164,6 +164,10 @@ class MRMergeJoin(CrawlJob):
     def mapper_by_url(self, _, line):
         """:meth:`values_by_url`, those of the URLs ``--only`` names."""
         only = self.only
+        if only is not None:        # most lines of anchors/ and out/* are of other URLs
+            keys = R.line_keys(line)
+            if keys is not None and keys.isdisjoint(only):
+                return
         for key, value in self.values_by_url(line):
             if only is None or key in only:
                 yield key, value

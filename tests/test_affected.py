@@ -397,3 +397,28 @@ def test_mrcurrent_names_the_urls_whose_index_row_is_made_anew(tmp_path):
     assert len(current) == 3 and counters['current'][C.CURRENT_NEW] == 1
     made = {(r['url'][len(base):], r['layer'], r['status']) for r in _lines(str(rows_dir))}
     assert made == {('u', 1, 'fetched'), ('w', 2, 'fetched')}
+
+
+def test_line_keys_reads_a_joins_keys_from_the_line_or_says_to_parse_it():
+    from jobs.lib.records import line_keys
+    base = 'http://127.0.0.1:1/'
+    page = {'kind': 'page', 'url': base + 'a', 'status': 'fetched', 'final_url': base + 'b',
+            'title': 'say "final_url": no', 'redirects': [{'url': base + 'a'}]}
+    assert line_keys(orjson.dumps(page)) == {base + 'a', base + 'b'}
+    assert line_keys(orjson.dumps(dict(page, final_url=None))) == {base + 'a'}
+    assert line_keys(orjson.dumps(dict(page, final_url=''))) == {base + 'a'}
+    assert line_keys(orjson.dumps(dict(page, url=base + 'q"x'))) is None     # an escape
+    assert line_keys(orjson.dumps(dict(page, final_url=base + 'caf\u00e9'))) == {
+        base + 'a', base + 'caf\u00e9'}
+    nested = dict(page, resources=[{'url': base + 'r', 'final_url': base + 's'}])
+    assert line_keys(orjson.dumps(nested)) is None          # two final_url keys
+    del page['final_url']
+    assert line_keys(orjson.dumps(page)) is None
+    anchors = {'kind': 'anchors', 'member': base + 'm', 'url': base + 'l', 'anchors': []}
+    assert line_keys(orjson.dumps(anchors)) == {base + 'l'}
+    # An escaped member cannot hide the url's key; an escape in the url is parsed.
+    assert line_keys(orjson.dumps(dict(anchors, member=base + '","url":"x\\'))) == {
+        base + 'l'}
+    assert line_keys(orjson.dumps(dict(anchors, url=base + '\\'))) is None
+    assert line_keys(orjson.dumps({'kind': 'signature', 'url': base + 'a'})) is None
+    assert line_keys(b'{"kind":"page","url":"' + base.encode()) is None      # cut short

@@ -254,3 +254,43 @@ def db_status_for(fetch_status, http_status=None, redirected=False):
     if fetch_status == FETCH_DEFERRED:
         return DB_UNFETCHED
     return DB_FAILED
+
+
+#: How orjson writes the start of a page record and of an anchors record (MRAnchors):
+#: what :func:`line_keys` reads without parsing the line.
+PAGE_START = b'{"kind":"page","url":"'
+ANCHORS_START = b'{"kind":"anchors","member":"'
+_URL_AFTER_MEMBER = b'","url":"'
+_FINAL_URL = b'"final_url":'
+
+
+def _string_at(line, start):
+    """The JSON string of *line* whose text starts at *start*, or None when it holds
+    an escape (or ends nowhere): the caller parses the line then."""
+    end = line.find(b'"', start)
+    raw = line[start:end] if end >= 0 else b'\\'
+    if b'\\' in raw:
+        return None
+    try:
+        return raw.decode('utf-8')
+    except UnicodeDecodeError:
+        return None
+
+
+def line_keys(line):
+    """The URLs a join keys the record of *line* by, read from its bytes: {url,
+    final_url} of a page, {url} of an anchors record; None when the line must be
+    parsed to know (another kind, another layout, an escape in a URL). A job that
+    needs a few URLs of a large input skips the other lines unparsed."""
+    if line.startswith(ANCHORS_START):
+        at = line.find(_URL_AFTER_MEMBER, len(ANCHORS_START))
+        url = _string_at(line, at + len(_URL_AFTER_MEMBER)) if at > 0 else None
+        return None if url is None else {url}
+    if not line.startswith(PAGE_START) or line.count(_FINAL_URL) != 1:
+        return None
+    url = _string_at(line, len(PAGE_START))
+    at = line.find(_FINAL_URL) + len(_FINAL_URL)
+    final = _string_at(line, at + 1) if line[at:at + 1] == b'"' else url
+    if url is None or final is None:
+        return None
+    return {url, final or url}
