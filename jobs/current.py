@@ -33,15 +33,23 @@ Run alone::
     python -m jobs.current --crawl-conf crawl/conf.json crawl/meta/000 crawl/meta/001 \\
         -o /tmp/current
 """
+import orjson
 from mrjob.step import MRStep
 
-from jobs.base import CrawlJob
+from jobs.base import CrawlJob, JSONKeyRawValueProtocol, RawLineProtocol
 from jobs.index_rows import index_row
-from jobs.lib import affected, counters as C, merging as M
+from jobs.lib import affected, counters as C, merging as M, records as R
+
+
+#: A record holding these is parsed and written again without them.
+_BODY, _RAW_BODY = b'"body":', b'"raw_body":'
 
 
 class MRCurrent(CrawlJob):
     COUNTER_GROUP = C.CURRENT
+    # The records pass as the bytes they were read as: a current fetch is one of them.
+    INTERNAL_PROTOCOL = JSONKeyRawValueProtocol
+    OUTPUT_PROTOCOL = RawLineProtocol
 
     def configure_args(self):
         super().configure_args()
@@ -120,37 +128,55 @@ class MRCurrent(CrawlJob):
         return out
 
     def mapper_by_url(self, _, line):
+        """page line -> (url, the line): as it is when it holds no body, the common
+        case (meta/*), else parsed and written again without it."""
+        line = line.rstrip()
+        if not (_BODY in line or _RAW_BODY in line):
+            url = R.page_url(line)
+            if url is not None:
+                yield url, line
+                return
         for rec in self.records(line, 'page'):
             rec.pop('body', None)
             rec.pop('raw_body', None)
-            yield rec['url'], rec
+            yield rec['url'], orjson.dumps(rec)
 
-    def reducer_current(self, url, recs):
+    def reducer_current(self, url, lines):
         best = old = best_key = old_key = None
         n, n_old, since = 0, 0, self.options.since
-        for rec in recs:
+        for line in lines:
+            try:
+                rec = orjson.loads(line)
+            except orjson.JSONDecodeError:      # a line the mapper did not parse
+                self.count(C.MALFORMED_RECORD)
+                continue
             n += 1
             key = M.current_key(rec)
             if best is None or key > best_key:
-                best, best_key = rec, key
+                best, best_key, best_line = rec, key, line
             if since is not None and (rec.get('layer') or 0) <= since:
                 n_old += 1
                 if old is None or key > old_key:
                     old, old_key = rec, key
+        if best is None:
+            return
         self.count(C.CURRENT_PAGES)
         self.count(C.CURRENT_READ, n)
         changed = since is not None and (best.get('layer') or 0) > since
         if changed:
             self.count(C.CURRENT_NEW)
             if self.changed:
+                fingerprint = best.get('fingerprint')
                 self.changed.add(self.changed_row(best))
+                if best.get('fingerprint') is not fingerprint:   # hashed from its text
+                    best_line = orjson.dumps(best)
         if self.links:
             self.link_rows(best, old, changed)
         if self.rows and (changed or n_old > 1):
             self.rows.add(index_row(best))
         if n > 1:
             self.count(C.SUPERSEDED, n - 1)
-        yield None, best
+        yield None, best_line
 
 
 def _uncounted(name, amount=1):

@@ -1,5 +1,6 @@
 """A later build merges only the pages its change affects (jobs.lib.affected,
 drivers/affected.py), and the result is the merge of the whole crawl."""
+import io
 import json
 import os
 
@@ -422,3 +423,30 @@ def test_line_keys_reads_a_joins_keys_from_the_line_or_says_to_parse_it():
     assert line_keys(orjson.dumps(dict(anchors, url=base + '\\'))) is None
     assert line_keys(orjson.dumps({'kind': 'signature', 'url': base + 'a'})) is None
     assert line_keys(b'{"kind":"page","url":"' + base.encode()) is None      # cut short
+
+
+def test_mrcurrent_passes_each_current_record_on_as_it_was_read(tmp_path):
+    """A record without a body leaves MRCurrent as the bytes it came in as; one with a
+    body is written again without it; a page line cut short is counted, not fatal."""
+    from jobs.current import MRCurrent
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(test_conf(), f)
+    base = 'http://127.0.0.1:1/'
+    meta = {'kind': 'page', 'url': base + 'a', 'layer': 1, 'status': 'fetched',
+            'fetch_time': '2026-12-01T00:00:01Z', 'title': 'caf\u00e9 \t "x"', 'links': []}
+    older = dict(meta, layer=0, fetch_time='2026-12-01T00:00:00Z')
+    bodied = dict(meta, url=base + 'b', body='<p>x</p>', raw_body='PHA+')
+    job = MRCurrent(['-r', 'inline', '--crawl-conf', conf_file])
+    lines = [orjson.dumps(r) for r in (older, meta, bodied)] + [
+        b'{"kind":"page","url":"' + base.encode() + b'c","status":']
+    job.sandbox(stdin=io.BytesIO(b'\n'.join(lines) + b'\n'))
+    with job.make_runner() as runner:
+        runner.run()
+        raw = b"".join(runner.cat_output())
+        out = sorted(raw.splitlines())
+        counters = C.merge_steps(runner.counters())
+    assert out == sorted([orjson.dumps(meta), orjson.dumps(
+        {k: v for k, v in bodied.items() if k not in ('body', 'raw_body')})])
+    assert counters['current'][C.MALFORMED_RECORD] == 1
+    assert counters['current'][C.CURRENT_PAGES] == 2

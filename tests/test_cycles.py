@@ -362,6 +362,7 @@ def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_lay
         json.dump(conf, f)
     every = [r for n in layers for r in read_records(os.path.join(out, 'meta', n))]
     full, _ = run_job(MRCurrent, conf_file, every)
+    full = [json.loads(line) for line in full]        # the lines as they were read
 
     def key(recs):
         return sorted(json.dumps(r, sort_keys=True) for r in recs)

@@ -277,6 +277,12 @@ def _string_at(line, start):
         return None
 
 
+def page_url(line):
+    """The url of a page record's *line*, read from its bytes; None when it must be
+    parsed to know (another kind or layout, an escape in the URL)."""
+    return _string_at(line, len(PAGE_START)) if line.startswith(PAGE_START) else None
+
+
 def line_keys(line):
     """The URLs a join keys the record of *line* by, read from its bytes: {url,
     final_url} of a page, {url} of an anchors record; None when the line must be
