@@ -433,6 +433,11 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     join2 = json.loads(fs.read_text(out_uri + '/steps/mergejoin.json'))['counters']
     assert join2['merge_join']['join_affected_urls_total'] >= 1, join2
     assert join2['merge_join']['signatures_kept_total'] > 0, join2
+    # Its index was made from the last build's (drivers/affected_index.py): the Parquet
+    # files read and written through WebHDFS, MRCurrent's rows for the changed URLs.
+    index2 = json.loads(fs.read_text(out_uri + '/steps/index.json'))['counters']['index']
+    assert index2['index_rows_made_total'] >= 1, index2
+    assert index2['index_rows_kept_total'] > 0, index2
 
     # Same statuses, layer by layer (out/: the fetch parses, fetch.parse).
     for layer in ['%03d' % n for n in range(DEPTH + 1)]:
