@@ -19,17 +19,47 @@ Run alone::
 
     python -m jobs.optimize --crawl-conf crawl/conf.json --layer 1 crawl/crawldb/000 crawl/out/001 -o /tmp/db
 """
+import orjson
 from mrjob.step import MRStep
 
-from jobs.base import CrawlJob
+from jobs.base import CrawlJob, JSONLinesValueProtocol
 from jobs.lib import counters as C, records as R
 from jobs.lib.records import now_iso  # not from the fetcher: requests is a slow import
 
-_DB, _FETCH, _LINK, _RESOURCE = 0, 1, 2, 3
+_FETCH, _LINK, _RESOURCE = 1, 2, 3
+#: A db record that has both fields already is what reducer_join would write of it when
+#: nothing joins it (it sets them).
+_SCORE, _INLINKS = b'"score":', b'"inlinks":'
+
+
+class DbLineProtocol:
+    """``key<TAB>value``, both JSON, where a db record travels as the line it was read
+    as (bytes, a JSON object): most URLs of a layer's join get no fetch and no link,
+    and their record leaves the reducer as it came, never decoded."""
+
+    @staticmethod
+    def read(line):
+        k, _, v = line.partition(b'\t')
+        return orjson.loads(k), (v if v[:1] == b'{' else orjson.loads(v))
+
+    @staticmethod
+    def write(key, value):
+        return orjson.dumps(key) + b'\t' + (
+            value if isinstance(value, bytes) else orjson.dumps(value))
+
+
+class RecordLineProtocol(JSONLinesValueProtocol):
+    """Records as JSON lines; a record given as bytes is written as it is."""
+
+    @staticmethod
+    def write(key, value):
+        return value if isinstance(value, bytes) else orjson.dumps(value)
 
 
 class MROptimize(CrawlJob):
     COUNTER_GROUP = C.OPTIMIZE
+    INTERNAL_PROTOCOL = DbLineProtocol
+    OUTPUT_PROTOCOL = RecordLineProtocol
 
     def steps(self):
         return [MRStep(mapper=self.mapper_tag,
@@ -37,10 +67,17 @@ class MROptimize(CrawlJob):
                        reducer=self.reducer_join, jobconf=self.wide_reduce())]
 
     def mapper_tag(self, _, line):
-        """db or page line -> (url, [tag, data]) for the join."""
+        """db line -> (url, the line as bytes); page line -> (url, [tag, data]) for
+        the join."""
+        if line.startswith(R.DB_START):
+            line = line.rstrip()
+            known = R.db_url_status(line)
+            if known is not None:
+                yield known[0], line
+                return
         for rec in self.records(line, 'db', 'page'):
             if rec['kind'] == 'db':
-                yield rec['url'], [_DB, rec]
+                yield rec['url'], orjson.dumps(rec)
                 continue
             redirected = rec.get('final_url', rec['url']) != rec['url']
             fetch = {
@@ -102,7 +139,11 @@ class MROptimize(CrawlJob):
     def combiner_links(self, url, values):
         """Fold link mentions of one URL into one (min depth, count, on-topic count, cash)."""
         depth, n, t, cash = None, 0, 0, 0.0
-        for tag, data in values:
+        for value in values:
+            if isinstance(value, bytes):      # a db record's line
+                yield url, value
+                continue
+            tag, data = value
             if tag == _LINK:
                 depth = data[0] if depth is None else min(depth, data[0])
                 n += data[1]
@@ -116,11 +157,13 @@ class MROptimize(CrawlJob):
     def reducer_join(self, url, values):
         """(url, tagged values) -> the URL's db record, new or updated."""
         db, fetches, link_depth, inlinks, topic_inlinks, cash = None, [], None, 0, 0, 0.0
-        resource = None
-        for tag, data in values:
-            if tag == _DB:
-                db = data
-            elif tag == _FETCH:
+        resource = line = None
+        for value in values:
+            if isinstance(value, bytes):
+                line = value
+                continue
+            tag, data = value
+            if tag == _FETCH:
                 fetches.append(data)
             elif tag == _RESOURCE:
                 # [depth, parent, name, max_bytes]: the shallowest, then smallest parent
@@ -131,6 +174,16 @@ class MROptimize(CrawlJob):
                 inlinks += data[1]
                 topic_inlinks += data[2]
                 cash += data[3]
+        if line is not None:
+            known = R.db_url_status(line)
+            if known is not None and not (fetches or inlinks or resource) and \
+                    _SCORE in line and _INLINKS in line:
+                # Nothing joins it in this layer: the record stands, byte for byte.
+                self.count(C.status(C.OPTIMIZE, 'db_' + known[1]))
+                self.count(C.DB_RECORDS)
+                yield None, line
+                return
+            db = orjson.loads(line)
         if db is None:
             db = {'kind': 'db', 'url': url, 'status': R.DB_UNFETCHED, 'depth': None,
                   'first_seen': now_iso(), 'last_fetch': None, 'http_status': None,

@@ -77,6 +77,34 @@ def test_optimize_is_an_exact_anti_join(conf_file):
     assert counters['optimize']['malformed_record_total'] == 2
 
 
+def test_optimize_passes_db_lines_nothing_joins_as_they_are(conf_file):
+    """A db line as MROptimize writes it (orjson's layout) that no fetch, link or
+    resource of the layer joins leaves the job byte for byte; the same records in
+    another layout are decoded. Both give the same crawl database."""
+    import orjson
+    db = [{'kind': 'db', 'url': 'http://h/a', 'status': 'fetched', 'depth': 0,
+           'inlinks': 2, 'score': 0.5, 'title': 'tab\there "q"'},
+          {'kind': 'db', 'url': 'http://h/b', 'status': 'unfetched', 'depth': 1,
+           'inlinks': 1, 'score': 0.25},
+          {'kind': 'db', 'url': 'http://h/c', 'status': 'gone', 'depth': 1},   # no score
+          {'kind': 'db', 'url': 'http://h/q"x', 'status': 'unfetched', 'depth': 2,
+           'inlinks': 0, 'score': 0.0}]
+    pages = [page('http://h/p', ['http://h/b', 'http://h/new'], depth=1)]
+    fast, fast_counters = run_job(MROptimize, conf_file, pages,
+                                  raw_lines=[orjson.dumps(r).decode() for r in db])
+    slow, slow_counters = run_job(MROptimize, conf_file, pages, raw_lines=[
+        json.dumps(r, sort_keys=True) for r in db])
+
+    def norm(out):
+        return sorted(json.dumps(dict(r, first_seen=None), sort_keys=True) for r in out)
+    assert norm(fast) == norm(slow) and len(fast) == 6
+    assert fast_counters == slow_counters
+    by_url = {r['url']: r for r in fast}
+    assert by_url['http://h/a'] == db[0]             # passed on as it came
+    assert by_url['http://h/b']['inlinks'] == 2      # joined with a link
+    assert by_url['http://h/c']['score'] == 0.0      # decoded: it had no score
+
+
 def test_generate_selects_unfetched_within_depth(conf_file):
     db = [{'kind': 'db', 'url': 'http://h/%d' % d, 'status': s, 'depth': d}
           for d, s in [(1, 'unfetched'), (2, 'unfetched'), (3, 'unfetched'), (1, 'fetched')]]

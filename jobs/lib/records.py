@@ -256,10 +256,12 @@ def db_status_for(fetch_status, http_status=None, redirected=False):
     return DB_FAILED
 
 
-#: How orjson writes the start of a page record and of an anchors record (MRAnchors):
-#: what :func:`line_keys` reads without parsing the line.
+#: How orjson writes the start of a page record, of an anchors record (MRAnchors) and
+#: of a crawl database record: what the functions below read without parsing a line.
 PAGE_START = b'{"kind":"page","url":"'
 ANCHORS_START = b'{"kind":"anchors","member":"'
+DB_START = b'{"kind":"db","url":"'
+_STATUS_AFTER_URL = b'","status":"'
 _URL_AFTER_MEMBER = b'","url":"'
 _FINAL_URL = b'"final_url":'
 
@@ -267,14 +269,31 @@ _FINAL_URL = b'"final_url":'
 def _string_at(line, start):
     """The JSON string of *line* whose text starts at *start*, or None when it holds
     an escape (or ends nowhere): the caller parses the line then."""
+    return _string_end(line, start)[0]
+
+
+def _string_end(line, start):
+    """(:func:`_string_at`, the offset of its closing quote)."""
     end = line.find(b'"', start)
     raw = line[start:end] if end >= 0 else b'\\'
     if b'\\' in raw:
-        return None
+        return None, end
     try:
-        return raw.decode('utf-8')
+        return raw.decode('utf-8'), end
     except UnicodeDecodeError:
+        return None, end
+
+
+def db_url_status(line):
+    """(url, status) of a crawl database record's *line*, read from its bytes (every
+    db record starts with its kind, url and status); None when it must be parsed."""
+    if not line.startswith(DB_START):
         return None
+    url, end = _string_end(line, len(DB_START))
+    if url is None or not line.startswith(_STATUS_AFTER_URL, end):
+        return None
+    status = _string_at(line, end + len(_STATUS_AFTER_URL))
+    return None if status is None else (url, status)
 
 
 def page_url(line):
