@@ -175,12 +175,7 @@ class MROptimize(CrawlJob):
                 topic_inlinks += data[2]
                 cash += data[3]
         if line is not None:
-            known = R.db_url_status(line)
-            if known is not None and not (fetches or inlinks or resource) and \
-                    _SCORE in line and _INLINKS in line:
-                # Nothing joins it in this layer: the record stands, byte for byte.
-                self.count(C.status(C.OPTIMIZE, 'db_' + known[1]))
-                self.count(C.DB_RECORDS)
+            if not (fetches or inlinks or resource) and self.stands(line):
                 yield None, line
                 return
             db = orjson.loads(line)
@@ -227,6 +222,17 @@ class MROptimize(CrawlJob):
         self.count(C.status(C.OPTIMIZE, 'db_' + db['status']))
         self.count(C.DB_RECORDS)
         yield None, db
+
+    def stands(self, line):
+        """Does a db *line* that nothing of the layer joins stand byte for byte? When
+        its URL and status read from its bytes and it has the fields the join sets
+        (score, inlinks); counted as the join counts it then."""
+        known = R.db_url_status(line)
+        if known is None or _SCORE not in line or _INLINKS not in line:
+            return False
+        self.count(C.status(C.OPTIMIZE, 'db_' + known[1]))
+        self.count(C.DB_RECORDS)
+        return True
 
     def join_resource(self, db, resource, link_depth, fetched_now):
         """Mark an unfetched URL as the resource of a page; the depth it brings.
