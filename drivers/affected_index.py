@@ -157,6 +157,19 @@ def host_totals(table):
     return [totals[k] for k in sorted(totals, key=lambda k: (k[0], k[1] or ''))]
 
 
+def unlike_current(c, table):
+    """Why the spliced *table* cannot be this build's index, or None: it must hold one
+    row per URL, as many as MRCurrent wrote (a last index that does not match the
+    fetches MRCurrent took as old leaves a URL twice or not at all)."""
+    urls = pc.count_distinct(table['url']).as_py()
+    if urls != table.num_rows:
+        return '%d row(s) for %d URL(s)' % (table.num_rows, urls)
+    current = c.report.load_step('current')['counters'].get(C.CURRENT, {})
+    if current.get(C.CURRENT_PAGES, urls) != urls:
+        return '%d row(s) for the %d URL(s) of current/' % (urls, current[C.CURRENT_PAGES])
+    return None
+
+
 def build(c, tmp_index, tmp_hosts):
     """index/ and hosts/ of this build into *tmp_index* and *tmp_hosts* from the last
     build's: the step's counts, or None when they must be made in full (why told)."""
@@ -181,6 +194,11 @@ def build(c, tmp_index, tmp_hosts):
             prior[r['url']] = prior.get(r['url']) or r['duplicate_of']
     table = pa.concat_tables([refold(old.filter(pc.invert(mine)), folds),
                               refold(made, dict(prior, **folds))])
+    why = unlike_current(c, table)
+    if why:
+        c.progress('index: %s: indexing every URL' % why)
+        done(c)
+        return None
     counts = {'rows': table.num_rows, 'hosts': 0, 'row_groups': 0, 'bad_lines': 0}
     index = PartitionedWriter(c.fs, tmp_index, table.schema.remove(
         table.schema.get_field_index('layer')), counts)

@@ -362,9 +362,23 @@ def test_an_index_row_made_anew_keeps_the_fold_of_its_url_s_earlier_rows(tmp_pat
     write(os.path.join(root, 'tmp', 'index_rows_side'), [row(u, 1), row(w, 2)])
     write(os.path.join(root, 'tmp', 'index_folds'), [
         {'url': v, 'duplicate_of': None}, {'url': w, 'duplicate_of': x}])
+    said = []
+    current = {'counters': {'current': {C.CURRENT_PAGES: 4}}}
     c = SimpleNamespace(fs=fs.LocalFS(), path=lambda *p: os.path.join(root, *p),
                         conf={'merge': {'affected_max_bytes': 1 << 20}},
-                        progress=lambda m: None)
+                        progress=said.append,
+                        report=SimpleNamespace(load_step=lambda name: current))
+    # An index that does not match MRCurrent's URLs is made in full instead.
+    current['counters']['current'][C.CURRENT_PAGES] = 5
+    assert affected_index.build(c, c.path('index'), c.path('hosts')) is None
+    assert said == ['index: 4 row(s) for the 5 URL(s) of current/: indexing every URL']
+    assert not os.path.exists(c.path('prev_index'))
+    rows_to_parquet(fs.LocalFS(), os.path.join(root, 'old_rows'),
+                    os.path.join(root, 'prev_index'), os.path.join(root, 'prev_hosts'))
+    write(os.path.join(root, 'tmp', 'index_rows_side'), [row(u, 1), row(w, 2)])
+    write(os.path.join(root, 'tmp', 'index_folds'), [
+        {'url': v, 'duplicate_of': None}, {'url': w, 'duplicate_of': x}])
+    current['counters']['current'][C.CURRENT_PAGES] = 4
     counts = affected_index.build(c, c.path('index'), c.path('hosts'))
     rows = ds.dataset(c.path('index'), format='parquet', partitioning='hive').to_table()
     assert sorted((r['url'], r['layer'], r['duplicate_of']) for r in rows.to_pylist()) == [
