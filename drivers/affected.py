@@ -83,13 +83,20 @@ def ready(c):
                                         changed_side(c)))
 
 
-def changed_args(c):
-    """MRCurrent's --changed-dir, when the last build's keys are kept."""
-    if not c.fs.exists(c.path('prev_' + KEYS)):
+def side_args(c, kept, option, side):
+    """MRCurrent's *option* naming its side folder *side*, when the last build's *kept*
+    (prev_*) is there to follow; a side folder left by a run whose current/ never
+    landed goes first."""
+    if not c.fs.exists(kept):
         return []
     if not c.fs.exists(c.path('current')):
-        c.fs.rm(changed_side(c))
-    return c.task_path_args('--changed-dir', changed_side(c))
+        c.fs.rm(side)
+    return c.task_path_args(option, side)
+
+
+def changed_args(c):
+    """MRCurrent's --changed-dir, when the last build's keys are kept."""
+    return side_args(c, c.path('prev_' + KEYS), '--changed-dir', changed_side(c))
 
 
 def meta(c, totals):

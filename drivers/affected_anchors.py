@@ -34,7 +34,7 @@ import time
 
 import orjson
 
-from drivers.affected import part_names, read_lines, write_lines
+from drivers.affected import part_names, read_lines, side_args, write_lines
 from jobs.lib import counters as C, records as R
 
 #: What the last build's anchors were made with, beside them (anchors/ is MRMergeJoin's
@@ -83,11 +83,7 @@ def done(c):
 
 def links_args(c):
     """MRCurrent's --links-dir, when the last build's anchors are kept."""
-    if not c.fs.exists(c.path('prev_anchors')):
-        return []
-    if not c.fs.exists(c.path('current')):
-        c.fs.rm(links_side(c))
-    return c.task_path_args('--links-dir', links_side(c))
+    return side_args(c, c.path('prev_anchors'), '--links-dir', links_side(c))
 
 
 def write_merged(c, finals):

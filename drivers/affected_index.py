@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from drivers.affected import read_lines, write_lines
+from drivers.affected import read_lines, side_args, write_lines
 from jobs.lib import counters as C, records as R
 
 
@@ -56,11 +56,7 @@ def done(c):
 
 def rows_args(c):
     """MRCurrent's --rows-dir, when the last build's index is kept."""
-    if not c.fs.exists(c.path('prev_index')):
-        return []
-    if not c.fs.exists(c.path('current')):
-        c.fs.rm(rows_side(c))
-    return c.task_path_args('--rows-dir', rows_side(c))
+    return side_args(c, c.path('prev_index'), '--rows-dir', rows_side(c))
 
 
 def write_folds(c, affected_urls, dropped, made, kept):
