@@ -166,20 +166,9 @@ def unlike_current(c, table):
     return None
 
 
-def build(c, tmp_index, tmp_hosts):
-    """index/ and hosts/ of this build into *tmp_index* and *tmp_hosts* from the last
-    build's: the step's counts, or None when they must be made in full (why told)."""
-    from drivers.index import HOSTS_SCHEMA, PartitionedWriter, host_columns, rows_table
-    start = time.monotonic()
-    why = why_full(c)
-    old = None if why else read_index(c, c.path('prev_index'))
-    if not why and old is None:
-        why = 'the last index has another schema'
-    if why:
-        c.progress('index: %s: indexing every URL' % why)
-        done(c)
-        return None
-    made = rows_table(read_lines(c, rows_side(c)))
+def splice(c, old, made):
+    """The last index *old* less the rows of the URLs of *made*, plus *made*, both
+    refolded (tmp/index_folds)."""
     folds = {r['url']: r['duplicate_of'] for r in map(
         orjson.loads, read_lines(c, folds_side(c)))}
     mine = pc.is_in(old['url'], value_set=made['url'])
@@ -188,9 +177,24 @@ def build(c, tmp_index, tmp_hosts):
     for r in old.filter(mine).select(['url', 'duplicate_of']).to_pylist():
         if r['url'] not in folds:
             prior[r['url']] = prior.get(r['url']) or r['duplicate_of']
-    table = pa.concat_tables([refold(old.filter(pc.invert(mine)), folds),
-                              refold(made, dict(prior, **folds))])
-    why = unlike_current(c, table)
+    return pa.concat_tables([refold(old.filter(pc.invert(mine)), folds),
+                             refold(made, dict(prior, **folds))])
+
+
+def build(c, tmp_index, tmp_hosts):
+    """index/ and hosts/ of this build into *tmp_index* and *tmp_hosts* from the last
+    build's: the step's counts, or None when they must be made in full (why told)."""
+    from drivers.index import (HOSTS_SCHEMA, PartitionedWriter, host_columns, rows_table,
+                               write_schema)
+    start = time.monotonic()
+    why = why_full(c)
+    old = None if why else read_index(c, c.path('prev_index'))
+    if not why and old is None:
+        why = 'the last index has another schema'
+    if not why:
+        made = rows_table(read_lines(c, rows_side(c)))
+        table = splice(c, old, made)
+        why = unlike_current(c, table)
     if why:
         c.progress('index: %s: indexing every URL' % why)
         done(c)
@@ -205,8 +209,7 @@ def build(c, tmp_index, tmp_hosts):
         index.add_table(layer, table.filter(pc.equal(layers, layer)).sort_by('url')
                         .drop_columns(['layer']))
     index.close()
-    with c.fs.open_write_binary(c.fs.join(tmp_index, '_common_metadata')) as f:
-        pq.write_metadata(index.schema, f)
+    write_schema(c.fs, tmp_index)
     hosts = PartitionedWriter(c.fs, tmp_hosts, HOSTS_SCHEMA, counts)
     hosts.start('part-00000')
     c.fs.mkdirs(tmp_hosts)

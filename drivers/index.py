@@ -237,11 +237,15 @@ def rows_to_parquet(fs, rows_dir, index_dir, hosts_dir, max_buffered=MAX_BUFFERE
             index.close()
             hosts.close()
     counts['files'] = index.files
-    # The schema alone, for readers of a crawl that fetched nothing (Spark's convention;
-    # pyarrow, DuckDB globs and Spark skip files named _*).
+    write_schema(fs, index_dir)
+    return counts
+
+
+def write_schema(fs, index_dir):
+    """The schema alone, for readers of a crawl that fetched nothing (Spark's convention;
+    pyarrow, DuckDB globs and Spark skip files named _*)."""
     with fs.open_write_binary(fs.join(index_dir, '_common_metadata')) as f:
         pq.write_metadata(INDEX_SCHEMA, f)
-    return counts
 
 
 def rows_table(lines):
