@@ -151,6 +151,15 @@ def test_conditional_request_and_not_modified(site):
     assert hf.stats['conditional_requests_total'] == 2
 
 
+def test_a_304_to_a_request_without_validators_is_an_error(site):
+    """Only a conditional request can be answered "not modified": a 304 to any other
+    request keeps no page (the crawl holds none it could stand for)."""
+    docs, _ = fetch_paths(site, ['/fault/status?n=304'])
+    assert (docs[0]['status'], docs[0]['reason'], docs[0]['http_status']) == (
+        R.FETCH_HTTP_ERROR, 'http_304_unconditional', 304)
+    assert R.db_status_for(docs[0]['status'], 304) == R.DB_FAILED     # asked again
+
+
 def test_redirect_to_a_url_of_this_layer_is_not_fetched_twice(site):
     docs, hf = fetch_paths(site, ['/redirect', '/c.html'])
     assert (docs[0]['status'], docs[0]['reason']) == (R.FETCH_REDIRECTED, 'duplicate_target')

@@ -227,7 +227,7 @@ class HostFetcher:
                         continue
                     if resp.is_redirect:
                         return _Hop(urls.resolve(url, resp.headers.get('location')) or '')
-                    self._record_response(doc, resp, deadline)
+                    self._record_response(doc, resp, deadline, bool(headers))
                     return _Hop()
                 finally:
                     self.http.drain(resp, deadline)
@@ -249,7 +249,7 @@ class HostFetcher:
 
     # -- what a response becomes ------------------------------------------------------
 
-    def _record_response(self, doc, resp, deadline):
+    def _record_response(self, doc, resp, deadline, conditional):
         ctype = resp.headers.get('content-type')
         mime = encoding.mime(ctype)
         doc['http_status'] = resp.status_code
@@ -259,7 +259,10 @@ class HostFetcher:
         if self.warc:
             doc['http'] = httpio.http_exchange(resp)
         if resp.status_code == 304:
-            doc.update(status=R.FETCH_NOT_MODIFIED, reason='http_304')
+            # A page the crawl holds is "not modified" only if the request named it
+            # (conditional); a 304 to any other request (RFC 9110, 15.4.5) is an error.
+            doc['status'], doc['reason'] = (R.FETCH_NOT_MODIFIED, 'http_304') if \
+                conditional else (R.FETCH_HTTP_ERROR, 'http_304_unconditional')
             return
         if not 200 <= resp.status_code < 300:
             doc.update(status=R.FETCH_HTTP_ERROR, reason='http_%d' % resp.status_code)
