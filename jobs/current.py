@@ -6,7 +6,9 @@ its latest definitive fetch (jobs.lib.merging.definitive: a
 page, gone, a redirect, robots.txt's or a filter's no), else its latest fetch of any
 kind. A page fetched in cycle 1 that is 404, noindex or redirected in cycle 2 is then
 no longer a page for the merge, the index or the anchors; one that failed transiently
-(5xx, network) or answered 304 keeps its earlier page. ``body`` and ``raw_body`` are
+(5xx, network) or answered 304 keeps its earlier page. A 304 answered over a page (its
+``prev``: the crawl database's fetched page) is dropped as it is read, unshuffled: a
+refresh's 304s are most of its fetches. ``body`` and ``raw_body`` are
 dropped (the merge never reads them; WARC files and doc/ keep them). MRMerge and the
 index read current/; MRMergeJoin takes each page's text from out/*, the fetch MRMerge
 chose (its merge_map record's ``fetch``).
@@ -129,8 +131,13 @@ class MRCurrent(CrawlJob):
 
     def mapper_by_url(self, _, line):
         """page line -> (url, the line): as it is when it holds no body, the common
-        case (meta/*), else parsed and written again without it."""
+        case (meta/*), else parsed and written again without it. A 304 over a page
+        goes no further: that page's fetch, which the crawl holds, stays current."""
         line = line.rstrip()
+        if R.not_modified_over_page(line):
+            self.count(C.CURRENT_READ)
+            self.count(C.SUPERSEDED)
+            return
         if not (_BODY in line or _RAW_BODY in line):
             url = R.page_url(line)
             if url is not None:

@@ -464,3 +464,49 @@ def test_mrcurrent_passes_each_current_record_on_as_it_was_read(tmp_path):
         {k: v for k, v in bodied.items() if k not in ('body', 'raw_body')})])
     assert counters['current'][C.MALFORMED_RECORD] == 1
     assert counters['current'][C.CURRENT_PAGES] == 2
+
+
+def test_mrcurrent_drops_a_304_over_a_page_as_it_reads_it(tmp_path):
+    """A refresh's 304s are most of its fetches: one answered over a page the crawl
+    holds (the crawl database's prev: fetched) leaves MRCurrent's mapper unshuffled,
+    counted as read and superseded; the current fetches and counters are those of a
+    run that shuffles it. A 304 over anything else is shuffled and judged as before."""
+    from jobs.current import MRCurrent
+    from jobs.lib.fetcher import new_doc
+    from jobs.lib.parsepage import PageParser
+    from jobs.lib.records import not_modified_over_page
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(test_conf(), f)
+    base = 'http://127.0.0.1:1/'
+
+    def fetched(path, layer, status, prev=None, **kw):
+        rec = {'url': base + path, 'depth': 1}
+        if prev:
+            rec['prev'] = {'digest': 'sha1:' + path, 'fields_checksum': None,
+                           'status': prev, 'last_fetch': '2026-12-01T00:00:00Z'}
+        doc = new_doc(rec, layer, status, kw.pop('reason', None))
+        doc.update(kw, fetch_time='2026-12-01T00:00:0%dZ' % layer, attempts=1)
+        del doc['body']       # as in meta/: the text stays in out/
+        return PageParser.bare_page(doc)
+    page_a = fetched('a', 1, 'fetched', http_status=200, digest='sha1:a')
+    over_a = fetched('a', 2, 'not_modified', 'fetched', reason='http_304', http_status=304)
+    # b's crawl database record was a failure: its 304 is judged against its fetches.
+    failed_b = fetched('b', 1, 'network_error', reason='timeout')
+    over_b = fetched('b', 2, 'not_modified', 'failed', reason='http_304', http_status=304)
+    # c's 304 in another key order: not recognised, shuffled, superseded as before.
+    page_c = fetched('c', 1, 'fetched', http_status=200, digest='sha1:c')
+    over_c = dict(reversed(list(fetched('c', 2, 'not_modified', 'fetched',
+                                        reason='http_304', http_status=304).items())))
+    lines = [orjson.dumps(r) for r in (page_a, over_a, failed_b, over_b, page_c, over_c)]
+    assert [not_modified_over_page(line) for line in lines] == [
+        False, True, False, False, False, False]
+    mapper = MRCurrent(['--crawl-conf', conf_file])
+    assert [len(list(mapper.mapper_by_url(None, line))) for line in lines] == [
+        1, 0, 1, 1, 1, 1]
+    current, counters = run_job(MRCurrent, conf_file, [],
+                                raw_lines=[line.decode() for line in lines])
+    by_url = {r['url'][len(base):]: r for r in map(orjson.loads, current)}
+    assert by_url == {'a': page_a, 'b': over_b, 'c': page_c}
+    n = counters['current']
+    assert (n[C.CURRENT_PAGES], n[C.CURRENT_READ], n[C.SUPERSEDED]) == (3, 6, 3)

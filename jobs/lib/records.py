@@ -183,6 +183,7 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
 
 import base64
 import hashlib
+import re
 from datetime import datetime, timezone
 
 
@@ -294,6 +295,24 @@ def db_url_status(line):
         return None
     status = _string_at(line, end + len(_STATUS_AFTER_URL))
     return None if status is None else (url, status)
+
+
+#: A 304's page record as the fetcher writes it (its status after its url, depth and
+#: layer), and its ``prev``: the crawl database's record of the URL's last fetch, a
+#: page with a digest.
+_NOT_MODIFIED = re.compile(rb'\{"kind":"page","url":"[^"\\]*","depth":\d+,"layer":\d+,'
+                           rb'"status":"not_modified",')
+_PREV_FETCHED = re.compile(rb',"attempts":\d+,"prev":\{"digest":"[^"\\]*",'
+                           rb'"fields_checksum":(?:null|"[^"\\]*"),"status":"fetched",')
+
+
+def not_modified_over_page(line):
+    """Is *line* the page record of a 304 answered to a URL whose last fetch the crawl
+    database holds as a page (prev status fetched, with a digest)? Read from its bytes;
+    False when unsure. The conditional request was made with that page's validators,
+    so the crawl holds that page's fetch, which a 304 never replaces
+    (jobs.lib.merging.definitive)."""
+    return _NOT_MODIFIED.match(line) is not None and _PREV_FETCHED.search(line) is not None
 
 
 def page_url(line):
