@@ -182,6 +182,8 @@ def main(argv=None):
     for i in range(args.repeat):
         if args.reuse or i:
             clone(snap, out)
+        # The last run's files deleted and written, on disk before this run starts.
+        os.sync()
         wall, log = run_cycle(args, web, out, 2, ['recrawl.interval=0'])
         if big_files(snap) != snapped:
             sys.exit('a refresh wrote into a file it shares with the snapshot %s' % snap)
