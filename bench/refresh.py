@@ -13,10 +13,6 @@
    and the rest (every other step: crawl database update, generate, merge, index,
    XML, current, delta), the 304s and 200s from nginx's log, and the delta's counts.
 
-Before step 2 it writes the bytecode of mrcrawl's modules (run.compile_sources), as an
-install does: where PYTHONDONTWRITEBYTECODE is set, every task process would compile
-them again, a fixed cost per job that weighs on the refresh's few seconds.
-
 ``--repeat N`` runs step 4 N times, each from the same first crawl: the changed web
 and a snapshot of the crawl after cycle 1 (OUT-cycle1, hard links), so that the
 machine's swings show as a spread; the ratio is the median refresh's (with an even N,
@@ -152,7 +148,6 @@ def main(argv=None):
               'started': time.strftime('%Y-%m-%dT%H:%M:%S'),
               'load_avg_before': [round(x, 2) for x in os.getloadavg()]}
     os.makedirs(os.path.join(run.WORK, 'logs'), exist_ok=True)
-    run.compile_sources()
     if args.reuse:
         with open(snap + '.json') as f:
             saved = json.load(f)

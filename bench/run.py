@@ -289,15 +289,6 @@ def mrcrawl_source(src):
     return dest, 'commit ' + rev
 
 
-def compile_sources(root=ROOT):
-    """Write the bytecode of mrcrawl's own modules, as installing a package does. An
-    editable install leaves that to the first import, which cannot write it where
-    PYTHONDONTWRITEBYTECODE is set (this machine's environment): every task process
-    would then compile jobs/ and drivers/ again as it starts."""
-    subprocess.run([os.path.join(root, '.venv', 'bin', 'python'), '-m', 'compileall', '-q',
-                    'jobs', 'drivers'], cwd=root, check=True, stdout=subprocess.DEVNULL)
-
-
 def crawl_cmd(crawler, web, p, out, settings=()):
     seeds = os.path.join(web, 'seeds.txt')
     if crawler in ('mrcrawl', 'mrcrawl-yarn', 'mrcrawl-yarn-all'):
