@@ -62,6 +62,7 @@ from mrjob.local import LocalMRJobRunner, _TaskFailedException
 from mrjob.step import StepFailedException
 from mrjob.util import save_current_environment, save_cwd, save_sys_path, save_sys_std
 
+from drivers.tmp_removal import RemovedLater
 from jobs.base import KEY_PARTITIONS, whole_files
 
 def task_preload():
@@ -390,7 +391,7 @@ class _RangeSplits:
         return len(ranges)
 
 
-class LocalRunner(_RangeSplits, LocalMRJobRunner):
+class LocalRunner(RemovedLater, _RangeSplits, LocalMRJobRunner):
     """``-r local`` for mrcrawl's jobs: the sort binary or a clear failure; splits cut by
     byte ranges, one per core; tasks forked from a fork server (module docstring)."""
 
@@ -486,7 +487,7 @@ class LocalRunner(_RangeSplits, LocalMRJobRunner):
             return None
         return sum(sizes) // max(1, self._num_mappers(step_num))
 
-class InlineRunner(_RangeSplits, InlineMRJobRunner):
+class InlineRunner(RemovedLater, _RangeSplits, InlineMRJobRunner):
     """``-r inline`` for mrcrawl's jobs: each uncompressed input file is one map task's
     input where it is (module docstring)."""
 

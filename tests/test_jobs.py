@@ -421,6 +421,34 @@ def test_local_runner_forks_each_task_from_the_fork_server(conf_file, tmp_path):
         assert r['title'].startswith('mrcrawl-task test_jobs.py --step-num=0 --mapper')
 
 
+def test_a_finished_jobs_temporary_folder_is_removed_beside_the_driver(conf_file, tmp_path,
+                                                                       monkeypatch):
+    """A job's temporary folder (its tasks' files and the sorted shuffle) goes to a
+    background thread as the job ends (drivers.tmp_removal), so the driver starts its
+    next step at once; wait() returns once it is gone, and a folder that cannot be
+    removed (logged) does not stop the ones after it."""
+    import os
+    import threading
+    from drivers import tmp_removal
+    src = tmp_path / 'in'
+    src.mkdir()
+    (src / 'part-00000').write_text(''.join(json.dumps(page('http://h/%d' % i)) + '\n'
+                                            for i in range(20)))
+    job = MRTaskProbe(['-r', 'local', '--num-cores', '2', '--crawl-conf', conf_file,
+                       '--output-dir', str(tmp_path / 'out'), str(src)])
+    gate, remove = threading.Event(), tmp_removal._remove
+    monkeypatch.setattr(tmp_removal, '_remove', lambda p: (gate.wait(30), remove(p)))
+    tmp_removal.remove_later(str(tmp_path / 'never-made'))
+    with job.make_runner() as r:
+        r.run()
+        tmp = r._get_local_tmp_dir()
+    assert os.listdir(tmp)                # the job is done; its folder waits its turn
+    gate.set()
+    tmp_removal.wait()
+    assert not os.path.exists(tmp)
+    assert sorted(os.listdir(tmp_path / 'out'))[-1].startswith('part-')
+
+
 _HELD_FORK_SERVER = """
 import time
 from drivers import beside, runners
