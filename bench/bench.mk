@@ -27,8 +27,8 @@ bench: bench-deps  ## Full benchmark suite (mrcrawl vs Scrapy, all scale points;
 bench-quick: bench-deps  ## Smallest benchmark point only (politeness-bound, a few minutes)
 	$(BENCH_PY) bench/run.py polite --mrcrawl-src $(BENCH_SRC) --timeout 900
 
-bench-refresh: bench-deps  ## A crawl cycle's refresh cost: 1 % of the cpu4x web changed (POINT=cpu4x)
-	$(BENCH_PY) bench/refresh.py $(or $(POINT),cpu4x)
+bench-refresh: bench-deps  ## A crawl cycle's refresh cost: 1 % of the cpu4x web changed (POINT=cpu4x REPEAT=3)
+	$(BENCH_PY) bench/refresh.py $(or $(POINT),cpu4x) --repeat $(or $(REPEAT),3)
 
 bench-refresh-nutch: bench-deps  ## The same refresh with Apache Nutch 1.20 in local mode (POINT=cpu1x)
 	test -x bench/work/nutch/runtime/local/bin/nutch || bash bench/nutch/setup.sh
