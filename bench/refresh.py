@@ -93,8 +93,8 @@ def big_files(folder):
 
 
 def cycle_figures(out, n, wall, log, before):
-    """One cycle's figures from OUT/steps (*before*: the step files of the cycle
-    before it, for n = 2)."""
+    """One cycle's figures from OUT/steps and the nginx *log* (*before*: the step files
+    of the cycle before it, for n = 2)."""
     steps_dir = os.path.join(out, 'steps')
     mine = None
     if n == 2:
@@ -109,7 +109,7 @@ def cycle_figures(out, n, wall, log, before):
     fetch, rest = split(kinds)
     return {'cycle': n, 'wall_seconds': wall, 'fetch_seconds': fetch,
             'non_fetch_seconds': rest, 'seconds_by_kind': kinds,
-            'http_statuses': statuses(log) if log else None}
+            'http_statuses': statuses(log)}
 
 
 def run_cycle(args, web, out, n, settings):
@@ -118,7 +118,7 @@ def run_cycle(args, web, out, n, settings):
     log = os.path.join(run.WORK, 'logs', 'refresh-%s-%d.access.log' % (args.point, n))
     # A fresh nginx per cycle: its open_file_cache would serve the changed files'
     # old metadata for up to a minute.
-    with Nginx(web, os.path.join(run.WORK, 'nginx-refresh'), PORT, log) as _:
+    with Nginx(web, os.path.join(run.WORK, 'nginx-refresh'), PORT, log):
         t = time.monotonic()
         res = subprocess.run(run.crawl_cmd('mrcrawl', web, point, out, settings),
                              cwd=run.ROOT, capture_output=True, text=True)
@@ -138,7 +138,7 @@ def main(argv=None):
     p.add_argument('--reuse', action='store_true',
                    help='skip the web and the first crawl: refresh the snapshot a '
                    'former run left (OUT-cycle1, its changed web); the first cycle\'s '
-                   'figures are its step files\'')
+                   'figures are that run\'s')
     args = p.parse_args(argv)
     point = run.POINTS[args.point]
     web = os.path.join(run.WORK, 'web-%s-refresh' % args.point)
