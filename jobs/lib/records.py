@@ -300,10 +300,11 @@ def db_url_status(line):
 #: A 304's page record as the fetcher writes it (its status after its url, depth and
 #: layer), and its ``prev``: the crawl database's record of the URL's last fetch, a
 #: page with a digest.
-_NOT_MODIFIED = re.compile(rb'\{"kind":"page","url":"[^"\\]*","depth":\d+,"layer":\d+,'
-                           rb'"status":"not_modified",')
+_NOT_MODIFIED = re.compile(re.escape(PAGE_START) + rb'[^"\\]*","depth":\d+,"layer":\d+,'
+                           rb'"status":"' + FETCH_NOT_MODIFIED.encode() + rb'",')
 _PREV_FETCHED = re.compile(rb',"attempts":\d+,"prev":\{"digest":"[^"\\]*",'
-                           rb'"fields_checksum":(?:null|"[^"\\]*"),"status":"fetched",')
+                           rb'"fields_checksum":(?:null|"[^"\\]*"),'
+                           rb'"status":"' + DB_FETCHED.encode() + rb'",')
 
 
 def not_modified_over_page(line):
