@@ -22,7 +22,7 @@ Run alone::
 import orjson
 from mrjob.step import MRStep
 
-from jobs.base import CrawlJob, JSONLinesValueProtocol
+from jobs.base import CrawlJob, JSONKeyRawValueProtocol, JSONLinesValueProtocol
 from jobs.lib import counters as C, records as R
 from jobs.lib.records import now_iso  # not from the fetcher: requests is a slow import
 
@@ -32,20 +32,21 @@ _FETCH, _LINK, _RESOURCE = 1, 2, 3
 _SCORE, _INLINKS = b'"score":', b'"inlinks":'
 
 
-class DbLineProtocol:
+class DbLineProtocol(JSONKeyRawValueProtocol):
     """``key<TAB>value``, both JSON, where a db record travels as the line it was read
     as (bytes, a JSON object): most URLs of a layer's join get no fetch and no link,
-    and their record leaves the reducer as it came, never decoded."""
+    and their record leaves the reducer as it came, never decoded. The other values
+    (tagged lists) are decoded."""
 
     @staticmethod
     def read(line):
-        k, _, v = line.partition(b'\t')
-        return orjson.loads(k), (v if v[:1] == b'{' else orjson.loads(v))
+        key, value = JSONKeyRawValueProtocol.read(line)
+        return key, (value if value[:1] == b'{' else orjson.loads(value))
 
     @staticmethod
     def write(key, value):
-        return orjson.dumps(key) + b'\t' + (
-            value if isinstance(value, bytes) else orjson.dumps(value))
+        return JSONKeyRawValueProtocol.write(
+            key, value if isinstance(value, bytes) else orjson.dumps(value))
 
 
 class RecordLineProtocol(JSONLinesValueProtocol):
