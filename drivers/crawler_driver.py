@@ -5,7 +5,8 @@
     fetch  in/L (+ plan/L,   -> out/L    (MRFetch: fetch lists, then a map-only fetch;
            crawldb/L-1)         + meta/L  with fetch.parse it parses each page too, and
                                           writes the WARC files and meta/L, the pages
-                                          without their text, itself; the crawl
+                                          without their text, itself, and changes/L
+                                          (drivers/affected_current.py); the crawl
                                           database names the URLs requested before)
       or, with fetch.parse = false:
     fetch  in/L (+ ...)      -> doc/L    (MRFetch: documents with their bodies)
@@ -54,8 +55,11 @@ class CrawlerDriver:
             self.clear_warc_files(fetched, 'mrcrawl-L' + L)
         meta = c.path('meta', L)
         if fused and not c.fs.exists(fetched):
-            c.fs.rm(meta)        # an interrupted run's files: the fetch writes them again
-            fetch_args = fetch_args + c.task_path_args('--meta-dir', meta)
+            changes = c.path('changes', L)
+            for folder in (meta, changes):
+                c.fs.rm(folder)  # an interrupted run's files: the fetch writes them again
+            fetch_args = fetch_args + c.task_path_args('--meta-dir', meta) + \
+                c.task_path_args('--changes-dir', changes)
         # The crawl database too: each key's list names the URLs it has requested, so a
         # redirect to one of them is not followed (MRFetch, known_target).
         db = c.path('crawldb', layer_name(layer - 1)) if layer else None

@@ -15,7 +15,8 @@ redirected (see jobs.lib.records):
   warc_record_offset, warc_record_length, warc_type), which `mrcrawl reparse` reads.
   With ``--meta-dir`` each fetch task also writes its pages' ``meta`` records (the page
   record without its text, jobs.lib.sidefile) to meta/NNN/part-fNNNNN: the crawl
-  database update reads those, a twentieth of out/NNN's bytes, instead of the pages.
+  database update reads those, a twentieth of out/NNN's bytes, instead of the pages;
+  with ``--changes-dir`` the URLs whose current fetch they may change (changes/NNN).
 - ``fetch.parse = false``: a ``doc`` record with the body (doc/NNN), for MRParse.
 
 Two steps, as Nutch's generate partitions a segment into fetch lists and its fetcher
@@ -132,6 +133,9 @@ class MRFetch(CrawlJob):
                               help='With fetch.parse: also write each page record '
                               'without its text into this folder (local path or hdfs:// '
                               'URI), one file per fetch task. Default: off.')
+        self.add_passthru_arg('--changes-dir', default=None,
+                              help='With --meta-dir: also write the URLs whose current '
+                              'fetch may change here (sidefile.MetaSink). Default: off.')
         self.add_passthru_arg('--robots-dir', default=None,
                               help='Write the robots.txt answers this fetch read (robots '
                               'records) and when each politeness key\'s last request '
@@ -140,14 +144,12 @@ class MRFetch(CrawlJob):
         self.add_passthru_arg('--media-dir', default=None,
                               help='With media.store: keep resources\' bytes (and '
                               'previews) in this folder, by digest. Default: off.')
-        self.add_webhdfs_args('--warc-dir, --meta-dir, --robots-dir and --media-dir')
+        self.add_webhdfs_args('side folder (--warc-dir, --meta-dir, --changes-dir...)')
         self.add_passthru_arg('--max-depth', type=int, default=0,
-                              help='The crawl\'s depth: in-fetch following '
-                              '(fetch.follow_hops) never goes past it. Default: 0.')
+                              help='Depth fetch.follow_hops never passes. Default: 0.')
         self.add_passthru_arg('--bins', type=int, default=0,
-                              help='Fetch lists, in place of fetch.reducers (the driver '
-                              'gives 1 when it fetches a small layer inline). Default: 0 '
-                              '(fetch.reducers).')
+                              help='Fetch lists, in place of fetch.reducers (1: a small '
+                              'layer fetched inline). Default: 0 (fetch.reducers).')
 
     def steps(self):
         bins = self.options.bins or self.conf['fetch']['reducers']
@@ -266,7 +268,6 @@ class MRFetch(CrawlJob):
         # Side outputs: the raw bodies' store (WARC; media), so that keeping them costs
         # no job of its own and out/ stays lean; meta/NNN; robots/NNN.
         from jobs.lib import sidefile
-        self.meta_of = sidefile.meta
         files = sidefile.TaskFiles(self.options, self.conf, part,
                                    lambda name, n: self.count(name, n, C.WARC))
         self.warc, self.meta, self.robots_sink = files.warc, files.meta, files.robots
@@ -480,7 +481,7 @@ class MRFetch(CrawlJob):
             if self.parse_pages:
                 doc = self._page_parser().parse(doc)   # never raises: PageParser.parse
                 if self.meta is not None:
-                    self.meta.add(self.meta_of(doc))
+                    self.meta.add(doc)
         finally:
             if reply is not None:     # the key's thread waits for its page's links
                 reply.set(doc)

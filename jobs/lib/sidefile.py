@@ -10,6 +10,7 @@ import tempfile
 
 import orjson
 
+from jobs.lib import merging, records
 from jobs.lib.warcfile import commit_hdfs, commit_local
 
 #: Page record fields a ``meta`` record leaves out: the text, most of a record's bytes,
@@ -66,10 +67,38 @@ class LineSink:
         return self.lines, size
 
 
+class MetaSink:
+    """A fetch task's ``meta`` records (meta/NNN: :func:`meta` of each page) and, with
+    *changes* (a folder: changes/NNN), the URLs whose current fetch they may change,
+    which a later build's MRCurrent shuffles (drivers/affected_current.py): in
+    ``part-fNNNNN`` each URL whose fetch settles what it is (jobs.lib.merging
+    .definitive), in ``held-fNNNNN`` each other one, as JSON strings. A 304 over a page
+    is in neither: it never replaces the page it names (records.not_modified_over_page)."""
+
+    def __init__(self, folder, changes, name, webhdfs_url=None, user=None):
+        self.meta = LineSink(folder, name, webhdfs_url, user)
+        self.changes = changes and [
+            LineSink(changes, name, webhdfs_url, user),
+            LineSink(changes, 'held-' + name.split('-', 1)[1], webhdfs_url, user)]
+
+    def add(self, page):
+        line = orjson.dumps(meta(page))
+        self.meta.add_line(line)
+        if self.changes and not records.not_modified_over_page(line):
+            self.changes[not merging.definitive(page)].add(page['url'])
+
+    def commit(self):
+        """Commit the files: meta's (lines, bytes)."""
+        for sink in self.changes or ():
+            sink.commit()
+        return self.meta.commit()
+
+
 class TaskFiles:
     """The files one fetch task writes beside its output, each when the driver passed
     its folder (*options*, MRFetch's), else None: ``warc`` (--warc-dir: the raw bodies,
-    jobs.lib.warcfile), ``meta`` (--meta-dir, with fetch.parse: :func:`meta` records),
+    jobs.lib.warcfile), ``meta`` (--meta-dir, with fetch.parse: a :class:`MetaSink`,
+    with --changes-dir its changes too),
     ``robots`` (--robots-dir: robots, pace and task records) and ``media``
     (--media-dir, with media.store: resources' bytes, jobs.lib.media). *count_warc*:
     ``count(name, n)`` for the WARC writer."""
@@ -80,7 +109,7 @@ class TaskFiles:
         if o.robots_dir:
             self.robots = LineSink(o.robots_dir, name, o.webhdfs_url, o.hdfs_user)
         if o.meta_dir and conf['fetch']['parse']:
-            self.meta = LineSink(o.meta_dir, name, o.webhdfs_url, o.hdfs_user)
+            self.meta = MetaSink(o.meta_dir, o.changes_dir, name, o.webhdfs_url, o.hdfs_user)
         if o.warc_dir:
             from jobs.lib import warcfile
             self.warc = warcfile.Sink(
