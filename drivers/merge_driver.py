@@ -3,7 +3,8 @@ MergeDriver), after each cycle or reparse.
 
     current   meta/* (or out/*)        -> current/    (MRCurrent: each URL's current
                                                        fetch, without its text; from
-                                                       the second cycle on)
+                                                       the second cycle on, shuffling
+                                                       what changed: affected_current)
     merge     meta/* or current/       -> merge_map/  (MRMerge: who folds into whom, on
                                                        summaries)
     anchors   meta/* or current/       -> anchors/    (MRAnchors: the anchor texts of the
@@ -35,7 +36,7 @@ them behind brings them up to date.
 import json
 import logging
 
-from drivers import affected, affected_anchors, affected_index, beside
+from drivers import affected, affected_anchors, affected_current, affected_index, beside
 from jobs.lib import counters as C
 
 log = logging.getLogger('mrcrawl')
@@ -228,7 +229,6 @@ class MergeDriver:
         so that no job copies every page's text; from the last build's current/ and the
         layers new since it when it was kept (prev_current/). *again*: current/ made
         afresh from every layer of *inputs*."""
-        from jobs.current import MRCurrent
         c = self.crawl
         if cycle == 1:
             return inputs
@@ -240,11 +240,12 @@ class MergeDriver:
             c.fs.rm(affected_index.rows_side(c))
         elif since is not None and c.fs.exists(prev):
             inputs = [prev] + [i for i in inputs if int(i.rstrip('/').rsplit('/', 1)[1]) > since]
-        step = c.run_step('current', MRCurrent, inputs, c.path('current'),
-                          ['--since', str(last)] + ([] if again else affected.changed_args(c)
-                                                    + affected_anchors.links_args(c)
-                                                    + affected_index.rows_args(c))
-                          if last is not None else [])
+        step = affected_current.run(
+            c, inputs, ['--since', str(last)] + ([] if again else affected.changed_args(c)
+                                                 + affected_anchors.links_args(c)
+                                                 + affected_index.rows_args(c))
+            if last is not None else [], None if again else last,
+            prev if inputs[:1] == [prev] else None)
         n = step['counters'].get(C.CURRENT, {})
         if last is not None:
             c.progress('current: %d of %d URL(s) have a fetch newer than the last build' % (

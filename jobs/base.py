@@ -131,12 +131,13 @@ class CrawlJob(MRJob):
                               help='NameNode HTTP address, for an hdfs:// %s.' % what)
         self.add_passthru_arg('--hdfs-user', default='', help='HDFS user for WebHDFS.')
 
-    def side_sink(self, folder):
+    def side_sink(self, folder, prefix='part-'):
         """This task's side file in *folder* (jobs.lib.sidefile.LineSink): one per task,
-        named by its partition, committed by the task at its end."""
+        named by *prefix* and its partition (a map task's prefix apart from the reduce
+        tasks'), committed by the task at its end."""
         from jobs.lib import sidefile
         part = int(os.environ.get('mapreduce_task_partition') or 0)
-        return sidefile.LineSink(folder, 'part-%05d' % part, self.options.webhdfs_url,
+        return sidefile.LineSink(folder, '%s%05d' % (prefix, part), self.options.webhdfs_url,
                                  self.options.hdfs_user)
 
     # -- a range of the steps (--step-range) ------------------------------------------

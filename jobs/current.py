@@ -20,6 +20,12 @@ it reads the last build's current/ and the layers new since it only (MergeDriver
 (jobs.lib.merging.current_key), so the greatest of the old greatest and the new fetches
 is the same, and the job's cost follows the crawl's size, not its number of cycles.
 
+With ``--keys`` and ``--pass-dir`` (a later build: drivers/affected_current.py) only
+the fetches of the URLs the keys name are shuffled: a fetch up to ``--since`` of any
+other URL is that URL's only fetch there and none is newer (but a 304 over its page),
+so the mapper writes it into the pass folder as it read it; the driver moves those
+files into current/. Counter ``current_unshuffled_total``.
+
 With ``--since``, side files name what a later build's affected steps follow:
 ``--changed-dir`` the merge's (drivers/affected.py), ``--links-dir`` the anchors'
 (drivers/affected_anchors.py), ``--rows-dir`` the index rows made anew
@@ -52,6 +58,8 @@ class MRCurrent(CrawlJob):
     # The records pass as the bytes they were read as: a current fetch is one of them.
     INTERNAL_PROTOCOL = JSONKeyRawValueProtocol
     OUTPUT_PROTOCOL = RawLineProtocol
+    #: The URLs whose fetches must be shuffled (--keys: mapper_init_keys); None: all.
+    keys = None
 
     def configure_args(self):
         super().configure_args()
@@ -79,10 +87,19 @@ class MRCurrent(CrawlJob):
                               'URL whose current fetch changed or that had several '
                               'fetches up to --since (the last index has a row for each): '
                               'the rows drivers/affected_index.py makes anew. Default: off.')
-        self.add_webhdfs_args('--changed-dir, --links-dir and --rows-dir')
+        self.add_file_arg('--keys', help='With --since and --pass-dir: JSON lines, the URLs '
+                          'whose fetches must meet in the shuffle (drivers/'
+                          'affected_current.py). A fetch up to --since of any other URL '
+                          'is its current one, written into --pass-dir as it is read.')
+        self.add_passthru_arg('--pass-dir', default=None,
+                              help='With --keys: the folder of the current fetches written '
+                              'unshuffled, one file per map task. Default: off.')
+        self.add_webhdfs_args('--changed-dir, --links-dir, --rows-dir and --pass-dir')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_by_url, reducer_init=self.reducer_init_changed,
+        return [MRStep(mapper_init=self.mapper_init_keys, mapper=self.mapper_by_url,
+                       mapper_final=self.mapper_final_keys,
+                       reducer_init=self.reducer_init_changed,
                        reducer=self.reducer_current, reducer_final=self.reducer_final_changed,
                        jobconf=self.wide_reduce())]
 
@@ -129,14 +146,30 @@ class MRCurrent(CrawlJob):
             out['stale'] = True
         return out
 
+    def mapper_init_keys(self):
+        o = self.options
+        self.passed = self.passed_links = None
+        if o.keys and o.pass_dir and o.since is not None:
+            with open(o.keys, 'rb') as f:
+                self.keys = {orjson.loads(line) for line in f if line.strip()}
+
+    def mapper_final_keys(self):
+        for sink in (self.passed, self.passed_links):
+            if sink:
+                sink.commit()
+        return ()
+
     def mapper_by_url(self, _, line):
         """page line -> (url, the line): as it is when it holds no body, the common
         case (meta/*), else parsed and written again without it. A 304 over a page
-        goes no further: that page's fetch, which the crawl holds, stays current."""
+        goes no further: that page's fetch, which the crawl holds, stays current. With
+        --keys, neither does the only fetch of a URL: :meth:`pass_on`."""
         line = line.rstrip()
         if R.not_modified_over_page(line):
             self.count(C.CURRENT_READ)
             self.count(C.SUPERSEDED)
+            return
+        if self.keys is not None and self.pass_on(line):
             return
         if not (_BODY in line or _RAW_BODY in line):
             url = R.page_url(line)
@@ -147,6 +180,29 @@ class MRCurrent(CrawlJob):
             rec.pop('body', None)
             rec.pop('raw_body', None)
             yield rec['url'], orjson.dumps(rec)
+
+    def pass_on(self, line):
+        """Write *line* into --pass-dir, unshuffled, if it is a fetch up to --since of a
+        URL --keys does not name (the URL's only fetch, its current one, as the
+        reducer would write it: no body, whole); whether it did. Counted as the reducer
+        counts it, and its --links-dir row (a redirect's) written here."""
+        at = R.page_url_layer(line)
+        if at is None or at[1] > self.options.since or at[0] in self.keys or \
+                not line.endswith(b'}') or _BODY in line or _RAW_BODY in line:
+            return False
+        ends = R.line_keys(line)
+        if ends is None:
+            return False
+        if self.passed is None:
+            self.passed = self.side_sink(self.options.pass_dir, 'part-m')
+        self.passed.add_line(line)
+        for name in (C.CURRENT_PAGES, C.CURRENT_READ, C.CURRENT_UNSHUFFLED):
+            self.count(name)
+        if self.options.links_dir and len(ends) > 1:
+            if self.passed_links is None:
+                self.passed_links = self.side_sink(self.options.links_dir, 'part-m')
+            self.passed_links.add({'url': at[0], 'final': (ends - {at[0]}).pop()})
+        return True
 
     def reducer_current(self, url, lines):
         best = old = best_key = old_key = None

@@ -343,6 +343,9 @@ def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_lay
     crawl_site(site, tmp_path, conf, depth=1)
     second = read_records(os.path.join(out, 'current'))
     top = json.load(open(os.path.join(out, 'outputs.json')))['layers']
+    # Only the URLs the change touched crossed the shuffle (drivers/affected_current.py).
+    counters = json.load(open(os.path.join(out, 'steps', 'current.json')))['counters']
+    assert 0 < counters['current']['current_unshuffled_total'] < len(second)
     site.overrides['/t/edit.html'] = _body('Edited', 'third edition of a page about rivers')
     crawl_site(site, tmp_path, conf, depth=1)
     assert not os.path.exists(os.path.join(out, 'prev_current'))
@@ -352,6 +355,7 @@ def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_lay
     assert new and len(layers) > len([n for n in layers if int(n) > top])
     counters = json.load(open(os.path.join(out, 'steps', 'current.json')))['counters']
     assert counters['current']['current_read_total'] == len(second) + len(new)
+    assert 0 < counters['current']['current_unshuffled_total'] < len(second)
     # What changed for the merge: the URLs whose current fetch is from the new layers.
     third = read_records(os.path.join(out, 'current'))
     changed = sum(1 for r in third if r['layer'] > top)

@@ -272,6 +272,7 @@ CURRENT = 'current'
 CURRENT_PAGES = 'current_total'       #: URLs with a current fetch
 CURRENT_READ = 'current_read_total'   #: fetches read: the last build's current/ and new layers'
 CURRENT_NEW = 'current_new_total'     #: URLs whose current fetch is newer than the last build
+CURRENT_UNSHUFFLED = 'current_unshuffled_total'  #: current fetches written as read (--keys)
 SUPERSEDED = 'superseded_total'       #: fetches a later definitive fetch replaced
 
 # delta (MRDelta: what changed since the last build)

@@ -322,6 +322,22 @@ def page_url(line):
     return _string_at(line, len(PAGE_START)) if line.startswith(PAGE_START) else None
 
 
+#: A page record's url, depth and layer as the fetcher writes them.
+_URL_LAYER = re.compile(re.escape(PAGE_START) + rb'([^"\\]*)","depth":\d+,"layer":(\d+),')
+
+
+def page_url_layer(line):
+    """(url, layer) of a page record's *line*, read from its bytes; None when it must
+    be parsed to know (another kind or layout, an escape in the URL)."""
+    found = _URL_LAYER.match(line)
+    if found is None:
+        return None
+    try:
+        return found.group(1).decode('utf-8'), int(found.group(2))
+    except UnicodeDecodeError:
+        return None
+
+
 def line_keys(line):
     """The URLs a join keys the record of *line* by, read from its bytes: {url,
     final_url} of a page, {url} of an anchors record; None when the line must be
