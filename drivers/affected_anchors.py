@@ -7,8 +7,10 @@ From one build to the next that record changes only when:
 
 - its group changes: the member is a final URL of the affected merge's pages
   (drivers/affected.py writes them, tmp/merge_affected);
-- a link to it, or to a URL that ends at it, appears or goes: a changed page's old or
-  new link (MRCurrent ``--links-dir`` names their targets), or the page's own final
+- a link to it, or to a URL that ends at it, appears or goes: a changed page's link
+  (with its anchor text) that only its old or only its new fetch has (MRCurrent
+  ``--links-dir`` names their targets; every link's when the two ended at other
+  URLs, each then the source of its anchors), or the page's own final
   URL moves (the changed page's old and new final URLs, also named there);
 - a URL starts or stops ending at it: that URL's fetch changed (the same rows).
 

@@ -80,7 +80,8 @@ class MRCurrent(CrawlJob):
                               'each URL whose current fetch ended at another URL, and '
                               '{url, finals, targets} for each URL whose current fetch '
                               'changed: the URLs its old and new fetch ended at and the '
-                              'targets of their links with anchor text. Default: off.')
+                              'targets of the links with anchor text that came or went '
+                              '(of every such link when they end apart). Default: off.')
         self.add_passthru_arg('--rows-dir', default=None,
                               help='With --since: also write, into this folder (one file '
                               'per reduce task), the index row (jobs.index_rows) of each '
@@ -129,7 +130,12 @@ class MRCurrent(CrawlJob):
             if old is not None:
                 old_final, old_links = M.inlinks(old, internal, _uncounted)
                 finals.append(old_final)
-                targets.update(target for target, _ in old_links)
+                if old_final == final:
+                    # The same source: only the anchors that came or went change a
+                    # target's (jobs.lib.merging.gather_anchors keeps a set of them).
+                    targets = {target for target, _ in set(links) ^ set(old_links)}
+                else:
+                    targets.update(target for target, _ in old_links)
             self.links.add({'url': best['url'], 'finals': finals,
                             'targets': sorted(targets)})
 

@@ -144,3 +144,26 @@ def test_every_fetch_is_shuffled_when_the_changes_cannot_say(tmp_path):
         assert told == ['current: %s: every fetch shuffled' % why]
         assert C.CURRENT_UNSHUFFLED not in step['counters'][C.CURRENT]
         assert key(read_records(c.path('current'))) == key(full_run(c, tmp_path / case)[0])
+
+
+def test_a_changed_page_names_the_targets_of_the_anchors_that_came_or_went(tmp_path):
+    """--links-dir: a page fetched again at the same URL names only the targets whose
+    anchors from it changed (an edit that keeps its links names none); one that now
+    ends at another URL names every target of both fetches, its anchors' source moved."""
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(test_conf(), f)
+
+    def links(*pairs):
+        return [{'url': BASE + t, 'text': text, 'rel': ''} for t, text in pairs]
+    old = links(('t1', 'one'), ('t2', 'two'), ('t4', 'four'))
+    new = links(('t1', 'one'), ('t2', 'deux'), ('t3', 'three'), ('t4', ' four '))
+    records = [dict(page('p', 0), links=old), dict(page('p', 2, 'fetched'), links=new),
+               dict(page('e', 0), links=old), dict(page('e', 2, 'fetched'), links=old),
+               dict(page('q', 0), links=old),
+               dict(page('q', 2, 'fetched', final_url=BASE + 'q2'), links=new)]
+    rows_dir = str(tmp_path / 'links')
+    run_job(MRCurrent, conf_file, records, '--since', '1', '--links-dir', rows_dir)
+    rows = {r['url'][len(BASE):]: [t[len(BASE):] for t in r['targets']]
+            for r in read_records(rows_dir) if 'targets' in r}
+    assert rows == {'p': ['t2', 't3'], 'e': [], 'q': ['t1', 't2', 't3', 't4']}
