@@ -14,14 +14,18 @@ jobs.lib.sidefile.MetaSink), and only those small files are read here:
 - of every new layer, each URL whose fetch was not a 304 over a page (MRCurrent drops
   such a 304 as it reads it: it never replaces the page its request named);
 - in the second cycle, whose base is the first cycle's layers, each URL whose fetch
-  there settled nothing (deferred, failed: jobs.lib.merging.definitive). Within a
-  cycle only such a URL is fetched again (MRGenerate takes unfetched URLs only), so
-  every other URL has one fetch there. prev_current/ has one fetch per URL as made.
+  there settled nothing (deferred, failed: jobs.lib.merging.definitive) or was made by
+  following (jobs.lib.follow). Within a cycle only such a URL is fetched again
+  (MRGenerate takes unfetched URLs only; a followed URL can be listed under another
+  politeness key, or fetched in an earlier layer), so every other URL has one fetch
+  there. prev_current/ has one fetch per URL as made.
 
 Every fetch is shuffled, as before, when a layer has no changes/ (written by an
 earlier version, or a separate parse job), when the pages are read from out/ (a
-reparse), when the base spans several cycles, and when the changes/ files to read
-total over merge.affected_max_bytes (the driver holds their URLs in memory).
+reparse), when the base spans several cycles, when the changes/ files to read total
+over merge.current_keys_max_bytes (every map task holds their URLs), and when
+prev_current/ holds over merge.current_max_files files (each build that passes lines
+adds its tasks' files; shuffling all writes one per reducer again).
 """
 from drivers.affected import write_lines
 from drivers.cycles import Cycles
@@ -48,6 +52,9 @@ def key_files(c, inputs, last, prev):
     layers = [layer_of(c, path) for path in inputs if path != prev]
     if None in layers:
         return None, 'the pages are read from out/'
+    most = c.conf['merge']['current_max_files']
+    if prev is not None and len(c.fs.listdir(prev)) > most:
+        return None, 'the last current/ holds over merge.current_max_files (%d) files' % most
     if prev is None:
         cycles = Cycles(c.fs, c.out).all()
         if len(cycles) < 2 or cycles[1]['first_layer'] <= last:
@@ -59,9 +66,9 @@ def key_files(c, inputs, last, prev):
             return None, 'layer %03d has no changes/ (an earlier version)' % layer
         files += [c.fs.join(folder, n) for n in sorted(c.fs.listdir(folder))
                   if n.startswith('held-') or (layer > last and n.startswith('part-'))]
-    size, most = sum(c.fs.size(f) for f in files), c.conf['merge']['affected_max_bytes']
-    if size > most:
-        return None, 'changes/ holds %d bytes to read, over merge.affected_max_bytes ' \
+    size, most = sum(c.fs.size(f) for f in files), c.conf['merge']['current_keys_max_bytes']
+    if size > most or most <= 0:
+        return None, 'changes/ holds %d bytes to read, over merge.current_keys_max_bytes ' \
             '(%d)' % (size, most)
     return files, None
 
@@ -74,20 +81,21 @@ def run(c, inputs, args, last, prev=None):
     current, job, passed = c.path('current'), c.path('tmp', 'current_job'), pass_side(c)
     if c.fs.exists(current):
         return c.report.load_step('current')
-    if not c.fs.exists(job):            # not joined in an earlier run yet
-        files, why = key_files(c, inputs, last, prev) if last is not None else (None, None)
-        if files is None:
-            if why:
-                c.progress('current: %s: every fetch shuffled' % why)
-            return c.run_step('current', MRCurrent, inputs, current, args)
-        urls = set()
-        for path in files:
-            urls.update(line.strip() for line in c.fs.iter_lines(path) if line.strip())
-        write_lines(c, keys_side(c), sorted(urls))
-        c.fs.rm(passed)
-        args = args + ['--keys', c.fs.join(keys_side(c), 'part-00000')] + \
-            c.task_path_args('--pass-dir', passed)
-    step = c.run_step('current', MRCurrent, inputs, job, args)
+    files, why = key_files(c, inputs, last, prev) if last is not None else (None, None)
+    if files is None:
+        if why:
+            c.progress('current: %s: every fetch shuffled' % why)
+        return c.run_step('current', MRCurrent, inputs, current, args)
+    urls = set()
+    for path in files:
+        urls.update(line.strip() for line in c.fs.iter_lines(path) if line.strip())
+    write_lines(c, keys_side(c), sorted(urls))
+    # A run cut short before current/ landed: made again, as its side folders are
+    # (drivers/affected.py side_args).
+    for folder in (passed, job):
+        c.fs.rm(folder)
+    step = c.run_step('current', MRCurrent, inputs, job, args + [
+        '--keys', c.fs.join(keys_side(c), 'part-00000')] + c.task_path_args('--pass-dir', passed))
     if c.fs.exists(passed):
         for name in [n for n in c.fs.listdir(passed) if n.startswith('part-')]:
             c.fs.rename(c.fs.join(passed, name), c.fs.join(job, name))

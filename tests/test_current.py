@@ -37,12 +37,13 @@ def page(path, layer, prev=None, **kw):
                    digest='sha1:%s%d' % (path, layer), **kw)
 
 
-#: Layers 0-1 are the first cycle, layer 2 the second's.
+#: Layers 0-1 are the first cycle, layer 2 the second's. h is fetched in layer 0, and
+#: again in layer 1 by following a link under another politeness key.
 LAYERS = {
     0: [page('a', 0), page('b', 0, final_url=BASE + 'b2'),
-        fetched('c', 0, 'deferred', reason='time_budget'), page('f', 0)],
+        fetched('c', 0, 'deferred', reason='time_budget'), page('f', 0), page('h', 0)],
     1: [page('c', 1), page('d', 1),
-        fetched('g', 1, 'robots_denied', reason='robots_txt')],
+        fetched('g', 1, 'robots_denied', reason='robots_txt'), page('h', 1, followed=True)],
     2: [fetched('a', 2, 'not_modified', 'fetched', reason='http_304', http_status=304),
         page('d', 2, 'fetched'), page('e', 2),
         fetched('f', 2, 'http_error', 'fetched', reason='http_404', http_status=404)],
@@ -97,16 +98,18 @@ def test_the_changes_name_what_may_replace_a_current_fetch_but_a_304_over_a_page
         names[layer] = {n: sorted(orjson.loads(line)[len(BASE):]
                                   for line in open(os.path.join(folder, n), 'rb'))
                         for n in sorted(os.listdir(folder))}
-    # Definitive fetches in part-f, the others in held-f; the 304 over a's page nowhere.
-    assert names == {0: {'held-f00000': ['c'], 'part-f00000': ['a', 'b', 'f']},
-                     1: {'held-f00000': [], 'part-f00000': ['c', 'd', 'g']},
+    # Definitive fetches in part-f, the others and the followed one in held-f; the 304
+    # over a's page nowhere.
+    assert names == {0: {'held-f00000': ['c'], 'part-f00000': ['a', 'b', 'f', 'h']},
+                     1: {'held-f00000': ['h'], 'part-f00000': ['c', 'd', 'g']},
                      2: {'held-f00000': [], 'part-f00000': ['d', 'e', 'f']}}
 
 
 def test_a_later_build_shuffles_only_the_urls_the_change_touches(tmp_path):
     """The second cycle's MRCurrent shuffles c (deferred, then fetched, in the first
-    cycle), d and f (fetched again: changed, gone) and e (new); a, b and g keep their
-    only fetch up to the last build (a's 304 is dropped) and leave the mappers as read.
+    cycle), h (followed again), d and f (fetched again: changed, gone) and e (new); a, b
+    and g keep their only fetch up to the last build (a's 304 is dropped) and leave the
+    mappers as read.
     current/, the counters and the redirect rows are those of a shuffle of all."""
     c = crawl_folder(tmp_path)
     told = []
@@ -117,16 +120,38 @@ def test_a_later_build_shuffles_only_the_urls_the_change_touches(tmp_path):
     assert told == []
     made = read_records(c.path('current'))
     full, full_counters, full_links = full_run(c, tmp_path)
-    assert key(made) == key(full) and len(made) == 7
+    assert key(made) == key(full) and len(made) == 8
     n = step['counters'][C.CURRENT]
     assert n.pop(C.CURRENT_UNSHUFFLED) == 3
     assert n == full_counters[C.CURRENT]
-    assert (n[C.CURRENT_PAGES], n[C.CURRENT_READ], n[C.CURRENT_NEW]) == (7, 11, 3)
+    assert (n[C.CURRENT_PAGES], n[C.CURRENT_READ], n[C.CURRENT_NEW]) == (8, 13, 3)
     rows = read_records(links)
     assert key(rows) == key(full_links) and {'url': BASE + 'b', 'final': BASE + 'b2'} in rows
     passed = [n for n in os.listdir(c.path('current')) if n.startswith('part-m')]
     assert passed and not os.path.exists(affected_current.pass_side(c))
     assert not os.path.exists(affected_current.keys_side(c))
+
+
+def test_every_fetch_is_shuffled_past_the_keys_and_files_bounds(tmp_path):
+    """The map tasks hold the keys: past merge.current_keys_max_bytes of changes/ to
+    read, every fetch is shuffled; so it is when the last current/ holds over
+    merge.current_max_files files (each build that passes lines adds some)."""
+    c = crawl_folder(tmp_path)
+    assert affected_current.key_files(c, inputs(c), 1, None)[1] is None
+    c.conf['merge']['current_keys_max_bytes'] = 8
+    files, why = affected_current.key_files(c, inputs(c), 1, None)
+    assert files is None and why.startswith('changes/ holds ') and \
+        why.endswith('over merge.current_keys_max_bytes (8)')
+    c.conf['merge']['current_keys_max_bytes'] = 1 << 20
+    prev = c.path('prev_current')
+    os.makedirs(prev)
+    for n in range(3):
+        open(os.path.join(prev, 'part-m%05d' % n), 'w').close()
+    new = [prev, c.path('meta', '002')]
+    assert affected_current.key_files(c, new, 1, prev)[1] is None
+    c.conf['merge']['current_max_files'] = 2
+    assert affected_current.key_files(c, new, 1, prev) == (
+        None, 'the last current/ holds over merge.current_max_files (2) files')
 
 
 def test_every_fetch_is_shuffled_when_the_changes_cannot_say(tmp_path):

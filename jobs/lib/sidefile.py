@@ -72,8 +72,10 @@ class MetaSink:
     *changes* (a folder: changes/NNN), the URLs whose current fetch they may change,
     which a later build's MRCurrent shuffles (drivers/affected_current.py): in
     ``part-fNNNNN`` each URL whose fetch settles what it is (jobs.lib.merging
-    .definitive), in ``held-fNNNNN`` each other one, as JSON strings. A 304 over a page
-    is in neither: it never replaces the page it names (records.not_modified_over_page)."""
+    .definitive), in ``held-fNNNNN`` each other one and each URL fetched by following
+    (jobs.lib.follow: its list named it under another politeness key, or an earlier
+    layer fetched it), as JSON strings. A 304 over a page is in neither: it never
+    replaces the page it names (records.not_modified_over_page)."""
 
     def __init__(self, folder, changes, name, webhdfs_url=None, user=None):
         self.meta = LineSink(folder, name, webhdfs_url, user)
@@ -85,7 +87,8 @@ class MetaSink:
         line = orjson.dumps(meta(page))
         self.meta.add_line(line)
         if self.changes and not records.not_modified_over_page(line):
-            self.changes[not merging.definitive(page)].add(page['url'])
+            held = bool(page.get('followed')) or not merging.definitive(page)
+            self.changes[held].add(page['url'])
 
     def commit(self):
         """Commit the files: meta's (lines, bytes)."""
