@@ -433,6 +433,13 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     join2 = json.loads(fs.read_text(out_uri + '/steps/mergejoin.json'))['counters']
     assert join2['merge_join']['join_affected_urls_total'] >= 1, join2
     assert join2['merge_join']['signatures_kept_total'] > 0, join2
+    # Its current fetches: MRCurrent shuffled the URLs the fetch named in changes/ only,
+    # its map tasks wrote the others' through WebHDFS (drivers/affected_current.py).
+    current2 = json.loads(fs.read_text(out_uri + '/steps/current.json'))['counters']
+    current2 = current2['current']
+    assert current2['current_unshuffled_total'] >= 1, current2
+    current_urls = [r['url'] for r in hdfs_records(fs, out_uri + '/current')]
+    assert len(current_urls) == len(set(current_urls)) == current2['current_total']
     # Its index was made from the last build's (drivers/affected_index.py): the Parquet
     # files read and written through WebHDFS, MRCurrent's rows for the changed URLs.
     index2 = json.loads(fs.read_text(out_uri + '/steps/index.json'))['counters']['index']
