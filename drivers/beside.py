@@ -17,6 +17,21 @@ log = logging.getLogger('mrcrawl')
 _PR_SET_PDEATHSIG = 1
 
 
+#: Threads importing modules in the driver (:func:`preload`). A fork while one of them
+#: holds a module's import lock leaves the child waiting on that lock for ever (only the
+#: forking thread lives on in it), so :class:`Beside` waits for them first.
+_importing = []
+
+
+def preload(fn):
+    """Run *fn*, which imports modules, in a thread of the driver's: a later fork
+    (:class:`Beside`) waits for it."""
+    import threading
+    thread = threading.Thread(target=fn, name='mrcrawl-preload', daemon=True)
+    _importing.append(thread)
+    thread.start()
+
+
 class Failed(Exception):
     """The child raised (its exception's type and message), or died."""
 
@@ -27,6 +42,8 @@ class Beside:
 
     def __init__(self, fn, name):
         import multiprocessing
+        while _importing:
+            _importing.pop().join()
         ctx = multiprocessing.get_context('fork')
         self._conn, child_end = ctx.Pipe(duplex=False)
         self._proc = ctx.Process(target=_child, args=(child_end, fn, os.getpid()),

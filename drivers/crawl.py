@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import tempfile
-import threading
 import time
 
 from drivers import beside, fs as fslib, hadoop
@@ -296,7 +295,7 @@ class Crawl:
 
     def _cycle(self, cycles, seeds_path, at):
         # report.html's plotting library loads while the first layer waits on the network.
-        threading.Thread(target=_preload_report_libraries, daemon=True).start()
+        beside.preload(_preload_report_libraries)
         cycle, new = cycles.begin(self.depth, seeds_path, at, on_new=self._new_cycle)
         if self.depth is None:          # `mrcrawl recrawl`: the last cycle's depth
             self.depth = self.report.depth = cycle['depth'] = self._last_depth(cycles)

@@ -225,6 +225,24 @@ def test_a_lost_child_costs_the_crawl_nothing(tmp_path, monkeypatch):
     assert len(re.findall(r'<img [^>]*src="data:image/png;base64,', page)) >= 5
 
 
+def test_a_child_is_forked_only_once_the_driver_s_imports_are_done(tmp_path):
+    """A thread of the driver importing a module (the report's libraries) holds its
+    import lock; a child forked then would wait on it for ever. beside.preload's
+    threads are waited for first, so the child imports the module at once."""
+    import importlib
+    (tmp_path / 'slow_to_import.py').write_text('import time\ntime.sleep(1.0)\nVALUE = 7\n')
+    sys.path.insert(0, str(tmp_path))
+    try:
+        beside.preload(lambda: importlib.import_module('slow_to_import'))
+        time.sleep(0.2)         # the thread is inside the import now
+        child = beside.Beside(lambda: importlib.import_module('slow_to_import').VALUE,
+                              'test-child')
+        assert child.result(timeout=20) == 7
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop('slow_to_import', None)
+
+
 def test_the_child_dies_with_a_killed_driver(tmp_path):
     """PR_SET_PDEATHSIG: a crawl killed in its merge leaves no child writing into OUT."""
     script = tmp_path / 'driver.py'
