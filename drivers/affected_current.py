@@ -23,7 +23,7 @@ jobs.lib.sidefile.MetaSink), and only those small files are read here:
 Every fetch is shuffled, as before, when a layer has no changes/ (written by an
 earlier version, or a separate parse job), when the pages are read from out/ (a
 reparse), when the base spans several cycles, when the changes/ files to read total
-over merge.current_keys_max_bytes (every map task holds their URLs), and when
+over runner.task_keys_max_bytes (every map task holds their URLs), and when
 prev_current/ holds over merge.current_max_files files (each build that passes lines
 adds its tasks' files; shuffling all writes one per reducer again).
 """
@@ -66,9 +66,9 @@ def key_files(c, inputs, last, prev):
             return None, 'layer %03d has no changes/ (an earlier version)' % layer
         files += [c.fs.join(folder, n) for n in sorted(c.fs.listdir(folder))
                   if n.startswith('held-') or (layer > last and n.startswith('part-'))]
-    size, most = sum(c.fs.size(f) for f in files), c.conf['merge']['current_keys_max_bytes']
+    size, most = sum(c.fs.size(f) for f in files), c.conf['runner']['task_keys_max_bytes']
     if size > most or most <= 0:
-        return None, 'changes/ holds %d bytes to read, over merge.current_keys_max_bytes ' \
+        return None, 'changes/ holds %d bytes to read, over runner.task_keys_max_bytes ' \
             '(%d)' % (size, most)
     return files, None
 
@@ -78,7 +78,7 @@ def run(c, inputs, args, last, prev=None):
     build's top layer, or None; *prev*: prev_current/ when it is the first input):
     with --keys when they serve, the lines it passed moved into current/. Its step."""
     from jobs.current import MRCurrent
-    current, job, passed = c.path('current'), c.path('tmp', 'current_job'), pass_side(c)
+    current, passed = c.path('current'), pass_side(c)
     if c.fs.exists(current):
         return c.report.load_step('current')
     files, why = key_files(c, inputs, last, prev) if last is not None else (None, None)
@@ -90,16 +90,10 @@ def run(c, inputs, args, last, prev=None):
     for path in files:
         urls.update(line.strip() for line in c.fs.iter_lines(path) if line.strip())
     write_lines(c, keys_side(c), sorted(urls))
-    # A run cut short before current/ landed: made again, as its side folders are
-    # (drivers/affected.py side_args).
-    for folder in (passed, job):
-        c.fs.rm(folder)
-    step = c.run_step('current', MRCurrent, inputs, job, args + [
-        '--keys', c.fs.join(keys_side(c), 'part-00000')] + c.task_path_args('--pass-dir', passed))
-    if c.fs.exists(passed):
-        for name in [n for n in c.fs.listdir(passed) if n.startswith('part-')]:
-            c.fs.rename(c.fs.join(passed, name), c.fs.join(job, name))
-    c.fs.rename(job, current)
+    c.fs.rm(passed)
+    step = c.run_step('current', MRCurrent, inputs, current, args + [
+        '--keys', c.fs.join(keys_side(c), 'part-00000')] + c.task_path_args('--pass-dir', passed),
+        passed=passed)
     c.fs.rm(passed)
     c.fs.rm(keys_side(c))
     return step

@@ -11,16 +11,14 @@
     HtmlToXmlDriver.xml          merged/ -> xml/            drivers/html_to_xml_driver.py
     finish: report.json, report.html (drivers/report.py, drivers/report_html.py)
 
-Each driver runs its MapReduce jobs for a layer (each module's docstring lists them);
-the drivers organise the code, not the job boundaries: with fetch.parse on, the parse
-runs inside the fetch job. A cycle (drivers/cycles.py) is this loop once; rerunning
-`mrcrawl crawl` on a finished crawl starts the next one.
+Each driver runs its MapReduce jobs for a layer (listed in its docstring); with
+fetch.parse on, the parse runs inside the fetch job. A cycle (drivers/cycles.py) is
+this loop once; rerunning `mrcrawl crawl` on a finished crawl starts the next one.
 
-Each step writes to OUT/tmp/<step> and is renamed into place only when it succeeded,
-after its counters were saved in OUT/steps/<step>.json. A step whose output folder
-exists is done, and a layer whose summary row is saved is skipped, so rerunning the
-same command after a crash continues from the last completed step and fetches nothing
-twice.
+Each step writes to OUT/tmp/<step> (with the part files its tasks passed beside it) and
+is renamed into place only when it succeeded, after its counters were saved in
+OUT/steps/<step>.json. A step whose output folder exists is done, and a layer whose row
+is saved is skipped: rerunning after a crash goes on from the last completed step.
 """
 import contextlib
 import json
@@ -161,9 +159,11 @@ class Crawl:
 
     # -- running one job ------------------------------------------------------------
 
-    def run_step(self, name, job_cls, inputs, final, extra_args=(), runner=None):
+    def run_step(self, name, job_cls, inputs, final, extra_args=(), runner=None,
+                 passed=None):
         """Run *job_cls* over *inputs* into *final* unless it is already there (on
-        *runner*, else the one :meth:`runner_for` picks)."""
+        *runner*, else the one :meth:`runner_for` picks), with the files of *passed*
+        (its map tasks' --pass-dir: lines they wrote unshuffled; the caller empties it)."""
         if self.fs.exists(final):
             return self.report.load_step(name)
         tmp = self.path('tmp', name)
@@ -187,6 +187,8 @@ class Crawl:
         self.report.save_step(name, step)
         if not self.fs.exists(tmp):
             self.fs.mkdirs(tmp)   # an empty result is still a result
+        for part in (self.fs.listdir(passed) if passed else ()):   # committed files only
+            self.fs.rename(self.fs.join(passed, part), self.fs.join(tmp, part))
         self.fs.rm(final)
         self.fs.mkdirs(final.rsplit('/', 1)[0])
         self.fs.rename(tmp, final)
@@ -197,12 +199,10 @@ class Crawl:
     def job_args(self, runner_name, out, extra_args, inputs):
         runner_args = self.runner_args if runner_name == self.runner else self.user_args
         if runner_name == 'inline' and '--num-cores' not in runner_args:
-            # The inline runner runs its tasks one after another: splitting for 2 cores
-            # only adds tasks, each setting its job up again.
+            # Inline tasks run one after another: a split for 2 cores only adds tasks.
             runner_args = ['--num-cores', '1'] + runner_args
-        # --cleanup-on-failure ALL: mrjob keeps a failed (or interrupted) job's temporary
-        # folder by default; a crawl's can hold gigabytes, and the step's one-line error
-        # already says why it failed.
+        # --cleanup-on-failure ALL: mrjob keeps a failed job's temporary folder (a
+        # crawl's can hold gigabytes); the step's one-line error says why it failed.
         return ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
                 self.fs.local_path(out) if self.runner != 'hadoop' else out,
                 '--cleanup-on-failure', 'ALL'] + runner_args + self.reduce_args(
@@ -232,8 +232,7 @@ class Crawl:
             runner.run()
             return runner.counters()
 
-    #: Jobs that runner_for never runs inline: the fetch's tasks must run side by
-    #: side (a small politeness-bound layer is the exception: :meth:`fetch_inline`).
+    #: Jobs runner_for never runs inline: fetch tasks run side by side (but fetch_inline).
     NEVER_INLINE = ('MRFetch',)
 
     def runner_for(self, job_cls, inputs, extra_args=()):
@@ -421,11 +420,12 @@ class Crawl:
         step = self.report.load_step('optimize-' + layer_name(layer))
         return bool(step['counters'].get(C.OPTIMIZE, {}).get(C.NEW_RESOURCES))
 
-    def layer_step(self, steps, kind, name, job_cls, inputs, final, args, runner=None):
+    def layer_step(self, steps, kind, name, job_cls, inputs, final, args, runner=None,
+                   passed=None):
         """One step of a layer's driver: run it (or load it, done in an earlier run)
         into steps[kind], print its line. A STOP file then stops the layer: Stopped."""
         earlier = self.fs.exists(final)
-        steps[kind] = step = self.run_step(name, job_cls, inputs, final, args, runner)
+        steps[kind] = step = self.run_step(name, job_cls, inputs, final, args, runner, passed)
         if earlier:
             self.progress('  %-9s done in an earlier run' % kind)
         else:

@@ -17,6 +17,7 @@ OUT/seeds/injected.json). Only the two newest crawl database versions are kept.
 import hashlib
 import json
 
+from drivers.affected import write_lines
 from drivers.cycles import layer_name
 from jobs.lib import counters as C
 from jobs.lib.records import now_iso
@@ -31,13 +32,31 @@ class OptimizerDriver:
         """crawldb/L-1 + meta/L -> crawldb/L: the fetch's page records without their
         text when it wrote them all (CrawlerDriver.meta_whole), a twentieth
         of out/L's bytes, so a layer's update usually fits in the driver
-        (hadoop.local_max_bytes) instead of a YARN job; else out/L itself."""
+        (hadoop.local_max_bytes) instead of a YARN job; else out/L itself.
+
+        A small layer (meta/L at most runner.task_keys_max_bytes) is given to every map
+        task again (MROptimize --layer-pages): the db line of a URL none of its pages
+        names leaves the mapper as read, unshuffled, as the reducer would write it. So
+        the update of a layer of 199 pages does not sort a database of 90,000 URLs."""
         from jobs.optimize import MROptimize
         c, L = self.crawl, layer_name(layer)
         db_in = [c.path('crawldb', layer_name(layer - 1))] if layer else []
-        pages = c.crawler.meta_whole(L) or c.path('out', L)
+        meta, final = c.crawler.meta_whole(L), c.path('crawldb', L)
+        args, passed, pages = ['--layer', str(layer)], None, c.path('tmp', 'layer_pages')
+        most = c.conf['runner']['task_keys_max_bytes']
+        if db_in and meta and most > 0 and not c.fs.exists(final) and c.fs.size(meta) <= most:
+            write_lines(c, pages, [line.rstrip(b'\n') for name in c.fs.listdir(meta)
+                                   if name.startswith('part-')
+                                   for line in c.fs.iter_lines(c.fs.join(meta, name))])
+            passed = c.path('tmp', 'optimize_pass')
+            c.fs.rm(passed)
+            args += ['--layer-pages', c.fs.join(pages, 'part-00000')] + \
+                c.task_path_args('--pass-dir', passed)
         c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
-                     db_in + [pages], c.path('crawldb', L), ['--layer', str(layer)])
+                     db_in + [meta or c.path('out', L)], final, args, passed=passed)
+        for folder in (pages, passed):
+            if folder:
+                c.fs.rm(folder)
 
     def generate(self, layer, steps, resources_only=False):
         """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer (only the

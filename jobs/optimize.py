@@ -61,11 +61,41 @@ class MROptimize(CrawlJob):
     COUNTER_GROUP = C.OPTIMIZE
     INTERNAL_PROTOCOL = DbLineProtocol
     OUTPUT_PROTOCOL = RecordLineProtocol
+    #: Every URL the layer's pages name (--layer-pages: mapper_init_keys); None: unknown.
+    keys = None
+
+    def configure_args(self):
+        super().configure_args()
+        self.add_file_arg('--layer-pages', help='With --pass-dir: the layer\'s page records '
+                          'again (a small layer: OptimizerDriver.update). A db line of a '
+                          'URL they do not name, that stands as it is, is written into '
+                          '--pass-dir as read, unshuffled. Default: off.')
+        self.add_passthru_arg('--pass-dir', default=None, help='With --layer-pages: the '
+                              'folder of those lines, one file per map task.')
+        self.add_webhdfs_args('--pass-dir')
 
     def steps(self):
-        return [MRStep(mapper=self.mapper_tag,
-                       combiner=self.combiner_links,
+        return [MRStep(mapper_init=self.mapper_init_keys, mapper=self.mapper_tag,
+                       mapper_final=self.mapper_final_keys, combiner=self.combiner_links,
                        reducer=self.reducer_join, jobconf=self.wide_reduce())]
+
+    def mapper_init_keys(self):
+        self.passed = None
+        if self.options.layer_pages and self.options.pass_dir:
+            self.keys = set()
+            with open(self.options.layer_pages, 'rb') as f:
+                for line in f:
+                    try:
+                        rec = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue        # counted where the mapper reads it as input
+                    if isinstance(rec, dict) and rec.get('kind') == 'page' and 'url' in rec:
+                        self.keys.update(key for key, _ in self.page_pairs(rec))
+
+    def mapper_final_keys(self):
+        if self.passed is not None:
+            self.passed.commit()
+        return ()
 
     def mapper_tag(self, _, line):
         """db line -> (url, the line as bytes); page line -> (url, [tag, data]) for
@@ -74,68 +104,80 @@ class MROptimize(CrawlJob):
             line = line.rstrip()
             known = R.db_url_status(line)
             if known is not None:
+                if self.keys is not None and known[0] not in self.keys and self.stands(line):
+                    # No page of the layer joins it: the reducer would write it as read.
+                    if self.passed is None:
+                        self.passed = self.side_sink(self.options.pass_dir, 'part-m')
+                    self.passed.add_line(line)
+                    self.count(C.DB_UNSHUFFLED)
+                    return
                 yield known[0], line
                 return
         for rec in self.records(line, 'db', 'page'):
             if rec['kind'] == 'db':
                 yield rec['url'], orjson.dumps(rec)
-                continue
-            redirected = rec.get('final_url', rec['url']) != rec['url']
-            fetch = {
-                'status': R.db_status_for(rec['status'], rec.get('http_status'),
-                                          redirected),
-                'depth': rec.get('depth', 0), 'http_status': rec.get('http_status'),
-                'digest': rec.get('digest'), 'reason': rec.get('reason'),
-                'last_fetch': rec.get('fetch_time'), 'layer': rec.get('layer')}
-            for key in ('fields_checksum', 'refetch_interval'):
-                if rec.get(key) is not None:
-                    fetch[key] = rec[key]
-            if rec.get('followed'):
-                fetch['followed'] = True      # fetched inside the fetch: see reducer_join
-            # The page's OPIC cash (seeds start with 1.0) is spent now: see reducer_join.
-            fetch['spent_cash'] = R.opic_cash(rec) if rec['status'] in (
-                R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED) else 0.0
-            headers = rec.get('headers') or {}
-            for key, header in (('etag', 'etag'), ('last_modified', 'last-modified')):
-                if headers.get(header):
-                    fetch[key] = headers[header]
-            if rec['status'] == R.FETCH_NOT_MODIFIED:
-                # 304: the stored digest, checksum and validators still hold.
-                for key in ('digest', 'fields_checksum', 'etag', 'last_modified'):
-                    fetch.pop(key, None)
-                fetch['not_modified'] = True
-            yield rec['url'], [_FETCH, fetch]
-            if redirected and rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED):
-                # The redirect target was fetched too: know it, so no one fetches it again.
-                yield rec['final_url'], [_FETCH, {
-                    'status': R.DB_FETCHED, 'depth': rec.get('depth', 0),
-                    'http_status': rec.get('http_status'), 'digest': rec.get('digest'),
-                    'reason': 'redirect_target', 'last_fetch': rec.get('fetch_time'),
-                    'layer': rec.get('layer')}]
-            if rec['status'] == R.FETCH_REDIRECTED and redirected:
-                # A redirect the fetcher left for the next layer (a hop to another
-                # politeness key): its target becomes known like a link, at the source's
-                # depth, since a redirect is not a link hop. A resource's target stays
-                # a resource of the same page.
-                if rec.get('resource_of') is not None:
-                    yield rec['final_url'], [_RESOURCE, [
-                        rec.get('depth', 0), rec['resource_of'], rec.get('resource_name'),
-                        rec.get('max_bytes')]]
-                else:
-                    yield rec['final_url'], [_LINK, [rec.get('depth', 0), 1, 0, 0.0]]
-            for res in rec.get('resources') or ():
-                # No depth added: a resource belongs to its page (see the module doc).
-                yield res['url'], [_RESOURCE, [rec.get('depth', 0),
-                                               rec.get('final_url') or rec['url'],
-                                               res.get('name'), res.get('max_bytes')]]
-            # link_depth_step > 1: links of an off-topic page, deprioritised (topic).
-            depth = rec.get('depth', 0) + rec.get('link_depth_step', 1)
-            on_topic = 1 if rec.get('on_topic') else 0
-            links = rec.get('links', ())
-            # OPIC: a fetched page hands its cash to its out-links in equal shares.
-            share = fetch['spent_cash'] / len(links) if links else 0.0
-            for link in links:
-                yield link['url'], [_LINK, [depth, 1, on_topic, share]]
+            else:
+                yield from self.page_pairs(rec)
+
+    def page_pairs(self, rec):
+        """A page record -> (url, [tag, data]) for the join: its fetch, the redirect
+        target it reached, the resources it names, its links."""
+        redirected = rec.get('final_url', rec['url']) != rec['url']
+        fetch = {
+            'status': R.db_status_for(rec['status'], rec.get('http_status'),
+                                      redirected),
+            'depth': rec.get('depth', 0), 'http_status': rec.get('http_status'),
+            'digest': rec.get('digest'), 'reason': rec.get('reason'),
+            'last_fetch': rec.get('fetch_time'), 'layer': rec.get('layer')}
+        for key in ('fields_checksum', 'refetch_interval'):
+            if rec.get(key) is not None:
+                fetch[key] = rec[key]
+        if rec.get('followed'):
+            fetch['followed'] = True      # fetched inside the fetch: see reducer_join
+        # The page's OPIC cash (seeds start with 1.0) is spent now: see reducer_join.
+        fetch['spent_cash'] = R.opic_cash(rec) if rec['status'] in (
+            R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED) else 0.0
+        headers = rec.get('headers') or {}
+        for key, header in (('etag', 'etag'), ('last_modified', 'last-modified')):
+            if headers.get(header):
+                fetch[key] = headers[header]
+        if rec['status'] == R.FETCH_NOT_MODIFIED:
+            # 304: the stored digest, checksum and validators still hold.
+            for key in ('digest', 'fields_checksum', 'etag', 'last_modified'):
+                fetch.pop(key, None)
+            fetch['not_modified'] = True
+        yield rec['url'], [_FETCH, fetch]
+        if redirected and rec['status'] in (R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED):
+            # The redirect target was fetched too: know it, so no one fetches it again.
+            yield rec['final_url'], [_FETCH, {
+                'status': R.DB_FETCHED, 'depth': rec.get('depth', 0),
+                'http_status': rec.get('http_status'), 'digest': rec.get('digest'),
+                'reason': 'redirect_target', 'last_fetch': rec.get('fetch_time'),
+                'layer': rec.get('layer')}]
+        if rec['status'] == R.FETCH_REDIRECTED and redirected:
+            # A redirect the fetcher left for the next layer (a hop to another
+            # politeness key): its target becomes known like a link, at the source's
+            # depth, since a redirect is not a link hop. A resource's target stays
+            # a resource of the same page.
+            if rec.get('resource_of') is not None:
+                yield rec['final_url'], [_RESOURCE, [
+                    rec.get('depth', 0), rec['resource_of'], rec.get('resource_name'),
+                    rec.get('max_bytes')]]
+            else:
+                yield rec['final_url'], [_LINK, [rec.get('depth', 0), 1, 0, 0.0]]
+        for res in rec.get('resources') or ():
+            # No depth added: a resource belongs to its page (see the module doc).
+            yield res['url'], [_RESOURCE, [rec.get('depth', 0),
+                                           rec.get('final_url') or rec['url'],
+                                           res.get('name'), res.get('max_bytes')]]
+        # link_depth_step > 1: links of an off-topic page, deprioritised (topic).
+        depth = rec.get('depth', 0) + rec.get('link_depth_step', 1)
+        on_topic = 1 if rec.get('on_topic') else 0
+        links = rec.get('links', ())
+        # OPIC: a fetched page hands its cash to its out-links in equal shares.
+        share = fetch['spent_cash'] / len(links) if links else 0.0
+        for link in links:
+            yield link['url'], [_LINK, [depth, 1, on_topic, share]]
 
     def combiner_links(self, url, values):
         """Fold link mentions of one URL into one (min depth, count, on-topic count, cash)."""

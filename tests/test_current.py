@@ -133,16 +133,16 @@ def test_a_later_build_shuffles_only_the_urls_the_change_touches(tmp_path):
 
 
 def test_every_fetch_is_shuffled_past_the_keys_and_files_bounds(tmp_path):
-    """The map tasks hold the keys: past merge.current_keys_max_bytes of changes/ to
+    """The map tasks hold the keys: past runner.task_keys_max_bytes of changes/ to
     read, every fetch is shuffled; so it is when the last current/ holds over
     merge.current_max_files files (each build that passes lines adds some)."""
     c = crawl_folder(tmp_path)
     assert affected_current.key_files(c, inputs(c), 1, None)[1] is None
-    c.conf['merge']['current_keys_max_bytes'] = 8
+    c.conf['runner']['task_keys_max_bytes'] = 8
     files, why = affected_current.key_files(c, inputs(c), 1, None)
     assert files is None and why.startswith('changes/ holds ') and \
-        why.endswith('over merge.current_keys_max_bytes (8)')
-    c.conf['merge']['current_keys_max_bytes'] = 1 << 20
+        why.endswith('over runner.task_keys_max_bytes (8)')
+    c.conf['runner']['task_keys_max_bytes'] = 1 << 20
     prev = c.path('prev_current')
     os.makedirs(prev)
     for n in range(3):

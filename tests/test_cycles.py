@@ -346,6 +346,11 @@ def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_lay
     # Only the URLs the change touched crossed the shuffle (drivers/affected_current.py).
     counters = json.load(open(os.path.join(out, 'steps', 'current.json')))['counters']
     assert 0 < counters['current']['current_unshuffled_total'] < len(second)
+    # The cycle's small second layer updated the crawl database writing the db lines of
+    # the URLs its pages do not name as read (OptimizerDriver.update).
+    update = json.load(open(os.path.join(out, 'steps', 'optimize-003.json')))['counters']
+    assert 0 < update['optimize']['db_unshuffled_total'] < update['optimize'][
+        'db_records_total']
     site.overrides['/t/edit.html'] = _body('Edited', 'third edition of a page about rivers')
     crawl_site(site, tmp_path, conf, depth=1)
     assert not os.path.exists(os.path.join(out, 'prev_current'))

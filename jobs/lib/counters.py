@@ -127,6 +127,7 @@ KNOWN_LINKS = 'links_to_known_urls_total'
 NEW_RESOURCES = 'new_resources_total'   #: unfetched URLs marked as a page's resource
 RESOURCES_ALREADY_KNOWN = 'resources_already_known_total'  #: named resource fetched before: not again
 DB_RECORDS = 'db_records_total'
+DB_UNSHUFFLED = 'db_unshuffled_total'  #: db records no page of a small layer names: written as read
 FIELDS_CHANGED = 'fields_changed_total'      #: refetched site page whose fields checksum changed
 FIELDS_UNCHANGED = 'fields_unchanged_total'  #: refetched site page, same fields checksum
 
