@@ -472,23 +472,11 @@ def test_mrcurrent_drops_a_304_over_a_page_as_it_reads_it(tmp_path):
     counted as read and superseded; the current fetches and counters are those of a
     run that shuffles it. A 304 over anything else is shuffled and judged as before."""
     from jobs.current import MRCurrent
-    from jobs.lib.fetcher import new_doc
-    from jobs.lib.parsepage import PageParser
     from jobs.lib.records import not_modified_over_page
+    from tests.test_current import BASE as base, fetched
     conf_file = str(tmp_path / 'conf.json')
     with open(conf_file, 'w') as f:
         json.dump(test_conf(), f)
-    base = 'http://127.0.0.1:1/'
-
-    def fetched(path, layer, status, prev=None, **kw):
-        rec = {'url': base + path, 'depth': 1}
-        if prev:
-            rec['prev'] = {'digest': 'sha1:' + path, 'fields_checksum': None,
-                           'status': prev, 'last_fetch': '2026-12-01T00:00:00Z'}
-        doc = new_doc(rec, layer, status, kw.pop('reason', None))
-        doc.update(kw, fetch_time='2026-12-01T00:00:0%dZ' % layer, attempts=1)
-        del doc['body']       # as in meta/: the text stays in out/
-        return PageParser.bare_page(doc)
     page_a = fetched('a', 1, 'fetched', http_status=200, digest='sha1:a')
     over_a = fetched('a', 2, 'not_modified', 'fetched', reason='http_304', http_status=304)
     # b's crawl database record was a failure: its 304 is judged against its fetches.

@@ -28,7 +28,7 @@ def fetched(path, layer, status, prev=None, **kw):
                        'status': prev, 'last_fetch': '2026-12-01T00:00:00Z'}
     doc = new_doc(rec, layer, status, kw.pop('reason', None))
     doc.update(kw, fetch_time='2026-12-01T00:00:0%dZ' % layer, attempts=1)
-    del doc['body']
+    del doc['body']       # as in meta/: the text stays in out/
     return PageParser.bare_page(doc)
 
 
