@@ -297,11 +297,11 @@ def db_url_status(line):
     return None if status is None else (url, status)
 
 
-#: A 304's page record as the fetcher writes it (its status after its url, depth and
-#: layer), and its ``prev``: the crawl database's record of the URL's last fetch, a
-#: page with a digest.
-_NOT_MODIFIED = re.compile(re.escape(PAGE_START) + rb'[^"\\]*","depth":\d+,"layer":\d+,'
-                           rb'"status":"' + FETCH_NOT_MODIFIED.encode() + rb'",')
+#: A page record's start as the fetcher writes it: its url (group 1), depth and layer
+#: (group 2). A 304's page record: its status after them, and its ``prev``: the crawl
+#: database's record of the URL's last fetch, a page with a digest.
+_PAGE_HEAD = re.escape(PAGE_START) + rb'([^"\\]*)","depth":\d+,"layer":(\d+),'
+_NOT_MODIFIED = re.compile(_PAGE_HEAD + rb'"status":"' + FETCH_NOT_MODIFIED.encode() + rb'",')
 _PREV_FETCHED = re.compile(rb',"attempts":\d+,"prev":\{"digest":"[^"\\]*",'
                            rb'"fields_checksum":(?:null|"[^"\\]*"),'
                            rb'"status":"' + DB_FETCHED.encode() + rb'",')
@@ -322,8 +322,7 @@ def page_url(line):
     return _string_at(line, len(PAGE_START)) if line.startswith(PAGE_START) else None
 
 
-#: A page record's url, depth and layer as the fetcher writes them.
-_URL_LAYER = re.compile(re.escape(PAGE_START) + rb'([^"\\]*)","depth":\d+,"layer":(\d+),')
+_URL_LAYER = re.compile(_PAGE_HEAD)
 
 
 def page_url_layer(line):
