@@ -17,7 +17,7 @@ OUT/seeds/injected.json). Only the two newest crawl database versions are kept.
 import hashlib
 import json
 
-from drivers.affected import write_lines
+from drivers.affected import read_lines, write_lines
 from drivers.cycles import layer_name
 from jobs.lib import counters as C
 from jobs.lib.records import now_iso
@@ -45,9 +45,7 @@ class OptimizerDriver:
         args, passed, pages = ['--layer', str(layer)], None, c.path('tmp', 'layer_pages')
         most = c.conf['runner']['task_keys_max_bytes']
         if db_in and meta and most > 0 and not c.fs.exists(final) and c.fs.size(meta) <= most:
-            write_lines(c, pages, [line.rstrip(b'\n') for name in c.fs.listdir(meta)
-                                   if name.startswith('part-')
-                                   for line in c.fs.iter_lines(c.fs.join(meta, name))])
+            write_lines(c, pages, read_lines(c, meta))
             passed = c.path('tmp', 'optimize_pass')
             c.fs.rm(passed)
             args += ['--layer-pages', c.fs.join(pages, 'part-00000')] + \
