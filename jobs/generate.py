@@ -62,13 +62,13 @@ Run alone::
 
     python -m jobs.generate --crawl-conf crawl/conf.json --max-depth 3 crawl/crawldb/000 -o /tmp/in
 """
-import heapq
 from datetime import datetime, timezone
 
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R, urls
+from jobs.lib.ranking import keep_best, priority
 from jobs.lib.sitelimits import HELD, SITE_KEY, Allowance, Limits, parse_time, static_bound
 
 #: Shuffle key of resource candidates (a space: never part of a host name).
@@ -77,37 +77,6 @@ _RESOURCE_FIELDS = ('resource_of', 'resource_name', 'max_bytes')
 
 # A candidate travels as [depth, url, inlinks, topic_inlinks, score, pagerank, extra]:
 # extra is a dict merged into the url record (re-crawl validators), or None.
-
-
-def priority(cand, strategy, topic_weight=0.0, host_weight=0.0):
-    """Sort key of a candidate: the smallest come first. Its first item is minus the
-    candidate's value (the url record's ``priority``)."""
-    depth, url, inlinks, topic_inlinks, score, pagerank = cand[:6]
-    if strategy == 'backlinks':
-        value = float(inlinks)
-    elif strategy == 'opic':
-        value = score or 0.0
-    elif strategy == 'pagerank':
-        value = pagerank or 0.0
-    elif strategy == 'major_site':
-        value = host_weight
-    else:
-        value = 1.0 / (1 + depth)
-    if topic_weight and inlinks:
-        value *= 1 + topic_weight * topic_inlinks / inlinks
-    return (-value, depth, -inlinks, url)
-
-
-def _keep_best(items, cap):
-    """(n seen, the *cap* smallest of (key, value) *items*), holding at most *cap*."""
-    best, n = [], 0
-    for item in items:
-        n += 1
-        if len(best) < cap:
-            heapq.heappush(best, _Neg(item))
-        elif item[0] < best[0].item[0]:
-            heapq.heapreplace(best, _Neg(item))
-    return n, [neg.item for neg in best]
 
 
 class MRGenerate(CrawlJob):
@@ -328,7 +297,7 @@ class MRGenerate(CrawlJob):
         keyed = ((priority(c, strategy, gen['topic_weight'], host_weight), c) for c in cands)
         cap = self.conf['filter']['max_urls_per_host']
         if cap:
-            n, keyed = _keep_best(keyed, cap)
+            n, keyed = keep_best(keyed, cap)
             self.count(C.OVER_HOST_CAP, n - len(keyed))
         any_url = False
         for key, cand in keyed:
@@ -451,7 +420,7 @@ class MRGenerate(CrawlJob):
             for cand in keyed:
                 yield None, self._url_record(cand)
             return
-        n, best = _keep_best(((tuple(k), c) for k, c in keyed), self.conf['generate']['top_n'])
+        n, best = keep_best(((tuple(k), c) for k, c in keyed), self.conf['generate']['top_n'])
         self.count(C.OVER_TOP_N, n - len(best))
         self.count(C.GENERATED_HOSTS, len({urls.host(c[1]) for _, c in best}))
         for key, cand in best:
@@ -483,17 +452,6 @@ def _resource_extra(db):
     if db.get('resource_of') is None:
         return None
     return {k: db.get(k) for k in _RESOURCE_FIELDS}
-
-
-class _Neg:
-    """Reverses the order of *item*, so heapq's min-heap keeps the *cap* smallest items."""
-    __slots__ = ('item',)
-
-    def __init__(self, item):
-        self.item = item
-
-    def __lt__(self, other):
-        return other.item[0] < self.item[0]
 
 
 if __name__ == '__main__':
