@@ -1,7 +1,8 @@
 """CrawlerDriver: a layer's fetch (the design's CrawlerDriver).
 
-    plan   in/L              -> plan/L   (MRPlanFetch: which fetch list holds which big
-                                          host; fetch.plan, many hosts only)
+    plan   in/L              -> plan/L   (which fetch list holds which big host; fetch.plan,
+                                          many hosts only: placed from the costs
+                                          generate summed, plan_sums/L, else MRPlanFetch)
     fetch  in/L (+ plan/L,   -> out/L    (MRFetch: fetch lists, then a map-only fetch;
            crawldb/L-1)         + meta/L  with fetch.parse it parses each page too, and
                                           writes the WARC files and meta/L, the pages
@@ -20,8 +21,14 @@ politeness key's last request of layer L ended (``pace`` records), and a later l
 lists join it, so a key's first request waits out the delay from there. The next layer
 starts as soon as it is generated; only the keys that were just asked wait.
 """
+import time
+
+import orjson
+
 from drivers import hadoop
+from drivers.affected import read_lines, write_lines
 from drivers.cycles import layer_name
+from jobs.lib import counters as C, plan
 
 
 class CrawlerDriver:
@@ -37,13 +44,12 @@ class CrawlerDriver:
         """Plan (if needed), fetch and, without fetch.parse, archive layer *layer*; each
         step's dict goes into *steps* by kind."""
         from jobs.fetch import MRFetch
-        from jobs.plan_fetch import MRPlanFetch
         from jobs.warc import MRWarc
         c, L = self.crawl, layer_name(layer)
         args = ['--layer', str(layer)]
         if self.plan_needed(hosts_in, c.path('plan', L)):
-            c.layer_step(steps, 'plan', 'plan-' + L, MRPlanFetch, [c.path('in', L)],
-                         c.path('plan', L), args)
+            self.plan(steps, L, args)
+        c.fs.rm(c.path('plan_sums', L))
         doc = c.path('doc', L)
         fused = c.fused_parse and not c.fs.exists(doc)
         fetched = c.path('out', L) if fused else doc
@@ -141,6 +147,40 @@ class CrawlerDriver:
         if self.crawl.fs.exists(plan_dir):
             return True
         return hosts is None or hosts > self.conf['fetch']['threads']
+
+    def plan_sums_args(self, L):
+        """MRGenerate's ``--plan-dir`` for in/L (with fetch.plan): each of its tasks sums
+        there the cost per politeness key of the URLs it writes, so that the layer's
+        plan needs no job of its own (:meth:`plan`)."""
+        c = self.crawl
+        if not self.conf['fetch']['plan']:
+            return []
+        if not c.fs.exists(c.path('in', L)):
+            c.fs.rm(c.path('plan_sums', L))     # an interrupted run's files
+        return c.task_path_args('--plan-dir', c.path('plan_sums', L))
+
+    def plan(self, steps, L, args):
+        """plan/L, placed in the driver from plan_sums/L, which exists beside in/L only
+        once the generate that wrote in/L succeeded (every task commits its file); else
+        (the seeds' layer, a layer generated without the sums) made by MRPlanFetch."""
+        from jobs.plan_fetch import MRPlanFetch
+        c = self.crawl
+        final, sums = c.path('plan', L), c.path('plan_sums', L)
+        if c.fs.exists(final) or not c.fs.exists(sums):
+            c.layer_step(steps, 'plan', 'plan-' + L, MRPlanFetch, [c.path('in', L)], final,
+                         args)
+            return
+        start = time.monotonic()
+        recs, keys = plan.records([orjson.loads(line) for line in read_lines(c, sums)],
+                                  self.conf)
+        write_lines(c, c.path('tmp', 'plan'), [orjson.dumps(r) for r in recs])
+        c.fs.mkdirs(c.path('plan'))
+        c.fs.rename(c.path('tmp', 'plan'), final)
+        steps['plan'] = step = {
+            'counters': {C.PLAN: {C.PLAN_KEYS: keys, C.PLAN_KEYS_PLACED: len(recs)}},
+            'seconds': round(time.monotonic() - start, 3), 'made_by': 'generate'}
+        c.report.save_step('plan-' + L, step)
+        c.progress('  %-9s %6.1fs  (from generate\'s sums)' % ('plan', step['seconds']))
 
     def plan_args(self, L):
         """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""

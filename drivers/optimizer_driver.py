@@ -77,7 +77,8 @@ class OptimizerDriver:
         c.layer_step(steps, 'generate', 'generate-' + nxt, MRGenerate, gen_in,
                      c.path('in', nxt), ['--max-depth', str(c.depth), '--layer',
                                          str(layer + 1), '--now', now_iso()]
-                     + (['--resources-only'] if resources_only else []))
+                     + (['--resources-only'] if resources_only else [])
+                     + c.crawler.plan_sums_args(nxt))
 
     def cycle_generate(self, cycle, seeds_path):
         """A later cycle's first layer: crawldb -> in/FIRST (MRGenerate in cycle mode:
@@ -110,7 +111,8 @@ class OptimizerDriver:
                 inputs.append(seeds_dir)
                 args.append('--inject')
         step = c.run_step('generate-%s' % layer_name(first), MRGenerate, inputs,
-                          c.path('in', layer_name(first)), args)
+                          c.path('in', layer_name(first)),
+                          args + c.crawler.plan_sums_args(layer_name(first)))
         if text is not None:
             self.seeds_injected(text)
         return step

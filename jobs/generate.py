@@ -67,7 +67,7 @@ from datetime import datetime, timezone
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, records as R, urls
+from jobs.lib import counters as C, plan, records as R, urls
 from jobs.lib.ranking import keep_best, priority
 from jobs.lib.sitelimits import HELD, SITE_KEY, Allowance, Limits, parse_time, static_bound
 
@@ -99,19 +99,39 @@ class MRGenerate(CrawlJob):
         self.add_passthru_arg('--resources-only', action='store_true',
                               help='Select secondary resources only: the layer after a '
                               'cycle\'s last, which fetches what its pages name.')
+        self.add_passthru_arg('--plan-dir', default=None,
+                              help='Write each task\'s cost per politeness key of the URLs '
+                              'it selects there, as one file (the driver places the next '
+                              'fetch plan from them: jobs.lib.plan). Default: off.')
+        self.add_webhdfs_args('--plan-dir')
 
     def steps(self):
-        if self.options.inject:
-            steps = [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_inject),
-                     MRStep(mapper=self.mapper_select_rec, mapper_final=self.mapper_final_use,
-                            reducer=self.reducer_cap_host)]
-        else:
-            steps = [MRStep(mapper=self.mapper_select, mapper_final=self.mapper_final_use,
-                            reducer=self.reducer_cap_host)]
-        if self.conf['generate']['top_n']:
+        # The step that writes the url records sums their costs (--plan-dir).
+        top_n = self.conf['generate']['top_n']
+        sums = {'reducer_init': self.reducer_init_plan,
+                'reducer_final': self.reducer_final_plan} if self.options.plan_dir else {}
+        select = MRStep(mapper=self.mapper_select_rec if self.options.inject
+                        else self.mapper_select, mapper_final=self.mapper_final_use,
+                        reducer=self.reducer_cap_host, **({} if top_n else sums))
+        steps = [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_inject), select] \
+            if self.options.inject else [select]
+        if top_n:
             steps.append(MRStep(reducer=self.reducer_top_n,
-                                jobconf={'mapreduce.job.reduces': 1}))
+                                jobconf={'mapreduce.job.reduces': 1}, **sums))
         return steps
+
+    plan_sums = None
+
+    def reducer_init_plan(self):
+        self.plan_sums = plan.Sums(self.conf)
+
+    def reducer_final_plan(self):
+        """This task's cost per politeness key of the URLs it selected, into --plan-dir."""
+        sink = self.side_sink(self.options.plan_dir)
+        for row in self.plan_sums.rows():
+            sink.add(row)
+        sink.commit()
+        return ()
 
     def mapper_select(self, _, line):
         """db or pagerank line -> (host, candidate or [pagerank marker])."""
@@ -437,6 +457,8 @@ class MRGenerate(CrawlJob):
                 else -key[0]
         if cand[6]:
             rec.update(cand[6])
+        if self.plan_sums is not None:
+            self.plan_sums.add(rec)
         return rec
 
 

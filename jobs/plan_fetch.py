@@ -14,8 +14,7 @@ Run alone::
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, plan, politeness
-from jobs.lib.netpolicy import Resolver
+from jobs.lib import counters as C, plan
 
 
 class MRPlanFetch(CrawlJob):
@@ -31,42 +30,26 @@ class MRPlanFetch(CrawlJob):
                        jobconf={'mapreduce.job.reduces': 1})]
 
     def mapper_init_sums(self):
-        self.sums = {}     # politeness key -> [urls, predicted seconds]
-        self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
-        self.delays = politeness.SiteDelays(self.conf)
+        self.sums = plan.Sums(self.conf)
 
     def mapper_cost_by_key(self, _, line):
         """in/ line -> this task's sums per politeness key (nothing emitted yet)."""
         for rec in self.records(line, 'url'):
-            key = politeness.fetch_key(rec, self.conf, self.resolver)
-            if key is None:
-                continue      # MRFetch records these as filtered (bad_url); no cost
-            latency = rec.get('latency', self.conf['fetch']['expected_latency'])
-            s = self.sums.setdefault(key, [0, 0.0])
-            s[0] += 1
-            s[1] += self.delays(rec['url']) + latency
+            self.sums.add(rec)
         return ()
 
     def mapper_final_sums(self):
         """-> (None, [key, urls, seconds]) per key, for the single planning reducer."""
-        for key, (n, cost) in self.sums.items():
-            yield None, [key, n, cost]
+        for row in self.sums.rows():
+            yield None, row
 
     def reducer_place(self, _, values):
         """All keys' costs -> plan records of the keys worth placing (LPT)."""
-        keys = {}
-        for key, n, cost in values:
-            have = keys.get(key, (0, 0.0))
-            keys[key] = (have[0] + n, have[1] + cost)
-        self.count(C.PLAN_KEYS, len(keys))
-        reducers = self.conf['fetch']['reducers']
-        placed, _ = plan.place({k: c for k, (n, c) in keys.items()}, reducers,
-                               self.conf['fetch']['plan_min_share'])
-        self.count(C.PLAN_KEYS_PLACED, len(placed))
-        for key, p in sorted(placed.items()):
-            yield None, {'kind': 'plan', 'key': key, 'partition': p,
-                         'label': plan.label_for(p, reducers), 'urls': keys[key][0],
-                         'cost': round(keys[key][1], 3)}
+        recs, keys = plan.records(values, self.conf)
+        self.count(C.PLAN_KEYS, keys)
+        self.count(C.PLAN_KEYS_PLACED, len(recs))
+        for rec in recs:
+            yield None, rec
 
 
 if __name__ == '__main__':

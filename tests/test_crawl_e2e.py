@@ -360,10 +360,33 @@ def test_fetch_plan_runs_only_for_layers_with_more_hosts_than_threads(tmp_path):
             have = [s for s in steps if s.startswith('plan-')]
             assert have == (['plan-000.json', 'plan-001.json'] if planned else []), steps
             assert os.path.isdir(os.path.join(out, 'plan')) == planned
+            assert not os.path.exists(os.path.join(out, 'plan_sums', '001'))
+            if planned:
+                check_plan_from_generate(out, tmp_path)
             for layer in ('000', '001'):   # either way, nothing lost
                 ins = read_records(os.path.join(out, 'in', layer))
                 pages = read_records(os.path.join(out, 'out', layer))
                 assert sorted(r['url'] for r in ins) == sorted(p['url'] for p in pages)
+
+
+def check_plan_from_generate(out, tmp_path):
+    """The seeds' layer was planned by MRPlanFetch; layer 1's plan was placed from the
+    costs generate summed, with no job, and is the one MRPlanFetch makes of in/001."""
+    from jobs.plan_fetch import MRPlanFetch
+    with open(os.path.join(out, 'steps', 'plan-000.json')) as f:
+        assert json.load(f)['runner'] == 'inline'
+    with open(os.path.join(out, 'steps', 'plan-001.json')) as f:
+        step = json.load(f)
+    assert step['made_by'] == 'generate' and 'runner' not in step
+    job = MRPlanFetch(args=['-r', 'inline', '--crawl-conf', os.path.join(out, 'conf.json'),
+                            '--output-dir', str(tmp_path / 'replan'),
+                            os.path.join(out, 'in', '001')])
+    with job.make_runner() as runner:
+        runner.run()
+        counters = runner.counters()[0]
+    assert step['counters'] == {'plan': counters['plan']}
+    placed = read_records(os.path.join(out, 'plan', '001'))
+    assert placed and placed == read_records(str(tmp_path / 'replan'))
 
 
 def test_following_changes_when_pages_are_fetched_not_what_comes_out(tmp_path):
