@@ -123,7 +123,7 @@ class MRGenerate(CrawlJob):
     plan_sums = None
 
     def reducer_init_plan(self):
-        self.plan_sums = plan.Sums(self.conf)
+        self.plan_sums = plan.Sums(self.conf, normalized=True)
 
     def reducer_final_plan(self):
         """This task's cost per politeness key of the URLs it selected, into --plan-dir."""

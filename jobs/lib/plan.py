@@ -96,23 +96,33 @@ class Sums:
     (:meth:`add`), as ``[key, urls, seconds]`` rows that :func:`records` adds up over
     every task."""
 
-    def __init__(self, conf):
-        from jobs.lib.netpolicy import Resolver    # imports requests: only when needed
+    def __init__(self, conf, normalized=False):
         self.conf = conf
-        self.resolver = Resolver.for_conf(conf)      # politeness.key = ip resolves
+        self.mode = conf['politeness']['key']
+        self.resolver = None
+        if self.mode == 'ip':       # resolves host names (and imports requests)
+            from jobs.lib.netpolicy import Resolver
+            self.resolver = Resolver.for_conf(conf)
         self.delays = politeness.SiteDelays(conf)
+        # MRGenerate's URLs come from the crawl database, normalised when they entered
+        # it: normalising them again, as the fetch does, gives the same keys.
+        self.normalized = normalized
         self.sums = {}     # politeness key -> [urls, predicted seconds]
 
     def add(self, rec):
         """Count one in/ ``url`` record (left as it is) under its politeness key."""
-        probe = {'url': rec.get('url')}
-        key = politeness.fetch_key(probe, self.conf, self.resolver)
+        url = rec.get('url')
+        if self.normalized:
+            key = politeness.politeness_key(url, self.mode, self.resolver)
+        else:
+            probe = {'url': url}
+            key = politeness.fetch_key(probe, self.conf, self.resolver)
+            url = probe['url']
         if key is None:
             return        # MRFetch records these as filtered (bad_url); no cost
         s = self.sums.setdefault(key, [0, 0.0])
         s[0] += 1
-        s[1] += self.delays(probe['url']) + rec.get(
-            'latency', self.conf['fetch']['expected_latency'])
+        s[1] += self.delays(url) + rec.get('latency', self.conf['fetch']['expected_latency'])
 
     def rows(self):
         return [[key, n, cost] for key, (n, cost) in self.sums.items()]
