@@ -42,19 +42,24 @@ class OptimizerDriver:
         c, L = self.crawl, layer_name(layer)
         db_in = [c.path('crawldb', layer_name(layer - 1))] if layer else []
         meta, final = c.crawler.meta_whole(L), c.path('crawldb', L)
-        args, passed, pages = ['--layer', str(layer)], None, c.path('tmp', 'layer_pages')
+        args, passed, pages = ['--layer', str(layer), '--max-depth', str(c.depth)], None, \
+            c.path('tmp', 'layer_pages')
         most = c.conf['runner']['task_keys_max_bytes']
-        if db_in and meta and most > 0 and not c.fs.exists(final) and c.fs.size(meta) <= most:
+        ran = not c.fs.exists(final)
+        if db_in and meta and most > 0 and ran and c.fs.size(meta) <= most:
             write_lines(c, pages, read_lines(c, meta))
             passed = c.path('tmp', 'optimize_pass')
             c.fs.rm(passed)
             args += ['--layer-pages', c.fs.join(pages, 'part-00000')] + \
                 c.task_path_args('--pass-dir', passed)
-        c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
-                     db_in + [meta or c.path('out', L)], final, args, passed=passed)
+        step = c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
+                            db_in + [meta or c.path('out', L)], final, args, passed=passed)
         for folder in (pages, passed):
             if folder:
                 c.fs.rm(folder)
+        if ran:      # its unfetched_within_depth_total is exact at this depth (generate)
+            step['max_depth'] = c.depth
+            c.report.save_step('optimize-' + L, step)
 
     def generate(self, layer, steps, resources_only=False):
         """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer (only the
@@ -62,6 +67,18 @@ class OptimizerDriver:
         from jobs.generate import MRGenerate
         from jobs.pagerank import MRPageRank
         c, L = self.crawl, layer_name(layer)
+        nxt = layer_name(layer + 1)
+        opt = steps['optimize']
+        if opt.get('max_depth') == c.depth and not c.fs.exists(c.path('in', nxt)) and \
+                not opt['counters'].get(C.OPTIMIZE, {}).get(C.UNFETCHED_WITHIN_DEPTH):
+            # crawldb/L holds no URL it could select: an empty layer, without a job.
+            c.fs.mkdirs(c.path('in', nxt))
+            steps['generate'] = step = {'counters': {C.GENERATE: {}}, 'seconds': 0.0,
+                                        'made_by': 'optimize'}
+            c.report.save_step('generate-' + nxt, step)
+            c.progress('  %-9s   none  (no unfetched URL within depth %d)' % (
+                'generate', c.depth))
+            return
         gen_in = [c.path('crawldb', L)]
         if self.conf['generate']['strategy'] == 'pagerank' and not resources_only:
             # Partial PageRank of the graph so far, every pagerank_every layers;
@@ -73,7 +90,6 @@ class OptimizerDriver:
                              [c.path('crawldb', L)] + outs, c.path('pagerank', L),
                              ['--layer', str(layer)])
             gen_in.append(c.path('pagerank', layer_name(layer - layer % every)))
-        nxt = layer_name(layer + 1)
         c.layer_step(steps, 'generate', 'generate-' + nxt, MRGenerate, gen_in,
                      c.path('in', nxt), ['--max-depth', str(c.depth), '--layer',
                                          str(layer + 1), '--now', now_iso()]

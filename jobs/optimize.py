@@ -72,6 +72,9 @@ class MROptimize(CrawlJob):
                           '--pass-dir as read, unshuffled. Default: off.')
         self.add_passthru_arg('--pass-dir', default=None, help='With --layer-pages: the '
                               'folder of those lines, one file per map task.')
+        self.add_passthru_arg('--max-depth', type=int, default=None,
+                              help='Count the unfetched URLs within this depth, which '
+                              'the next generate can select. Default: off.')
         self.add_webhdfs_args('--pass-dir')
 
     def steps(self):
@@ -262,8 +265,7 @@ class MROptimize(CrawlJob):
         db['score'] = db.get('score', 0.0) + cash
         if topic_inlinks:
             db['topic_inlinks'] = db.get('topic_inlinks', 0) + topic_inlinks
-        self.count(C.status(C.OPTIMIZE, 'db_' + db['status']))
-        self.count(C.DB_RECORDS)
+        self.count_record(db['status'], db)
         yield None, db
 
     def stands(self, line):
@@ -273,9 +275,19 @@ class MROptimize(CrawlJob):
         known = R.db_url_status(line)
         if known is None or _SCORE not in line or _INLINKS not in line:
             return False
-        self.count(C.status(C.OPTIMIZE, 'db_' + known[1]))
-        self.count(C.DB_RECORDS)
+        self.count_record(known[1], line)
         return True
+
+    def count_record(self, status, db):
+        """Count one db record written (*db*: it, or its line) by status, and an unfetched
+        one within --max-depth (a generate with none selects nothing: the driver skips
+        it, OptimizerDriver.generate)."""
+        self.count(C.status(C.OPTIMIZE, 'db_' + status))
+        self.count(C.DB_RECORDS)
+        if status == R.DB_UNFETCHED and self.options.max_depth is not None:
+            depth = (orjson.loads(db) if isinstance(db, bytes) else db).get('depth')
+            if depth is None or depth <= self.options.max_depth:
+                self.count(C.UNFETCHED_WITHIN_DEPTH)
 
     def join_resource(self, db, resource, link_depth, fetched_now):
         """Mark an unfetched URL as the resource of a page; the depth it brings.

@@ -6,9 +6,10 @@ import os
 
 import orjson
 
+from drivers.fixture_site import _links, _page
 from jobs.lib import counters as C
 from jobs.optimize import MROptimize
-from tests.conftest import read_records, test_conf
+from tests.conftest import crawl_site, read_records, test_conf
 from tests.test_jobs import run_job
 
 BASE = 'http://127.0.0.1:1/'
@@ -65,3 +66,69 @@ def test_a_small_layer_passes_the_db_lines_its_pages_do_not_name(tmp_path):
     assert counters[C.OPTIMIZE].pop(C.DB_UNSHUFFLED) == 2
     assert counters[C.OPTIMIZE] == full_counters[C.OPTIMIZE]
     assert counters[C.OPTIMIZE][C.DB_RECORDS] == 8
+
+
+def test_the_update_counts_the_unfetched_urls_generate_can_select(tmp_path):
+    """--max-depth: unfetched_within_depth_total is every unfetched record written at
+    most that deep, those passed unshuffled included (none: OptimizerDriver skips the
+    generate)."""
+    conf_file = str(tmp_path / 'conf.json')
+    with open(conf_file, 'w') as f:
+        json.dump(test_conf(), f)
+    # u: unfetched at depth 1, untouched (passed); d: unfetched at depth 3; n: new,
+    # linked from a depth-1 page (depth 2).
+    crawldb = [db('p', 'unfetched', last_fetch=None, layer=None), db('q'),
+               db('u', 'unfetched', last_fetch=None, layer=None),
+               db('d', 'unfetched', depth=3, last_fetch=None, layer=None)]
+    pages = [page('p', links=['n'])]
+    page_lines = [orjson.dumps(p) for p in pages]
+    lines = [orjson.dumps(r).decode() for r in crawldb] + [p.decode() for p in page_lines]
+    layer_pages = tmp_path / 'pages.jsonl'
+    layer_pages.write_bytes(b'\n'.join(page_lines) + b'\n')
+    for depth, within in ((0, []), (1, ['u']), (2, ['n', 'u']), (3, ['d', 'n', 'u'])):
+        for passing in (False, True):
+            args = ['--layer', '1', '--max-depth', str(depth)]
+            if passing:
+                passed = tmp_path / ('pass%d' % depth)
+                args += ['--layer-pages', str(layer_pages), '--pass-dir', str(passed)]
+            made, counters = run_job(MROptimize, conf_file, [], *args, raw_lines=lines)
+            if passing:
+                assert counters[C.OPTIMIZE][C.DB_UNSHUFFLED] == 3       # q, u and d
+                made += read_records(str(passed))
+            assert sorted(r['url'][len(BASE):] for r in made if r['status'] == 'unfetched'
+                          and r['depth'] <= depth) == within
+            assert counters[C.OPTIMIZE].get(C.UNFETCHED_WITHIN_DEPTH, 0) == len(within)
+
+
+def test_a_layer_with_nothing_left_to_select_is_not_generated(site, tmp_path):
+    """A site two links deep crawled at depth 4: the update of layer 1 counts no
+    unfetched URL within the depth, so in/002 is made empty without a generate job and
+    the crawl stops there. With a host cap of one URL a layer, the URLs held back are
+    counted and generated in turn; the generate after the last of them is skipped."""
+    site.overrides['/'] = _page('Home', _links('/t/a.html', '/t/b.html'))
+    for name in ('a', 'b'):
+        site.overrides['/t/%s.html' % name] = _page(name, _links('/'))
+    for cap, generated in ((0, ['001']), (1, ['001', '002'])):
+        (tmp_path / ('cap%d' % cap)).mkdir()
+        out, report = crawl_site(site, tmp_path / ('cap%d' % cap),
+                                 test_conf('filter.max_urls_per_host=%d' % cap), 4)
+        steps = os.path.join(out, 'steps')
+        made = {}
+        for name in sorted(os.listdir(steps)):
+            if name.startswith('generate-'):
+                with open(os.path.join(steps, name)) as f:
+                    made[name[9:12]] = json.load(f)
+        assert [n for n, s in made.items() if 'runner' in s] == generated
+        last = '%03d' % (len(generated) + 1)
+        assert sorted(made) == generated + [last]
+        assert made[last] == {'counters': {'generate': {}}, 'seconds': 0.0,
+                              'made_by': 'optimize'}
+        assert os.listdir(os.path.join(out, 'in', last)) == []
+        with open(os.path.join(steps, 'optimize-%03d' % len(generated) + '.json')) as f:
+            optimize = json.load(f)
+        assert optimize['max_depth'] == 4
+        assert C.UNFETCHED_WITHIN_DEPTH not in optimize['counters'][C.OPTIMIZE]
+        assert len(report['layers']) == len(generated) + 1
+        db = read_records(os.path.join(out, 'crawldb', '%03d' % len(generated)))
+        assert sorted((r['url'][len(site.url('/')):], r['status']) for r in db) == [
+            ('', 'fetched'), ('t/a.html', 'fetched'), ('t/b.html', 'fetched')]

@@ -128,6 +128,8 @@ NEW_RESOURCES = 'new_resources_total'   #: unfetched URLs marked as a page's res
 RESOURCES_ALREADY_KNOWN = 'resources_already_known_total'  #: named resource fetched before: not again
 DB_RECORDS = 'db_records_total'
 DB_UNSHUFFLED = 'db_unshuffled_total'  #: db records no page of a small layer names: written as read
+#: unfetched URLs within --max-depth: what the next generate can select (none: no generate)
+UNFETCHED_WITHIN_DEPTH = 'unfetched_within_depth_total'
 FIELDS_CHANGED = 'fields_changed_total'      #: refetched site page whose fields checksum changed
 FIELDS_UNCHANGED = 'fields_unchanged_total'  #: refetched site page, same fields checksum
 
