@@ -157,12 +157,36 @@ def splice_signatures(c, previous, side):
             for line in c.fs.iter_lines(c.fs.join(previous, name)):
                 if not line.strip():
                     continue
-                rec = orjson.loads(line)
-                if rec['url'] not in joined:
+                keys = R.line_keys(line)        # read from the line's bytes when it can
+                if keys is None:
+                    rec = orjson.loads(line)
+                    url, page = rec['url'], rec['kind'] == 'signature'
+                else:
+                    url, page = keys.pop(), line.startswith(R.SIGNATURE_START)
+                if url not in joined:
                     f.write(line if line.endswith(b'\n') else line + b'\n')
                     kept += 1
-                    pages += rec['kind'] == 'signature'
+                    pages += page
     return len(joined), kept, pages
+
+
+def complete_join(c, previous, side, join):
+    """After a join of the --only URLs: :func:`splice_signatures`, counted in the *join*
+    step (when it ran now, else None): its seconds, and the pages kept as the join's
+    unread ones."""
+    start = time.monotonic()
+    joined, kept, pages = splice_signatures(c, previous, side)
+    if join is None:
+        return
+    join['seconds'] = round(join['seconds'] + time.monotonic() - start, 3)
+    n = join['counters'].setdefault(C.MERGE_JOIN, {})
+    n[C.JOIN_REUSED] = n.get(C.JOIN_REUSED, 0) + pages
+    n[C.JOIN_AFFECTED] = joined
+    n[C.JOIN_SIGNATURES_KEPT] = kept
+    d = join['counters'].setdefault(C.DELTA, {})
+    d[C.DELTA_UNCHANGED] = d.get(C.DELTA_UNCHANGED, 0) + pages
+    c.progress('merge: joined %d URL(s) the change affects, %d signature(s) kept' % (
+        joined, kept))
 
 
 def member_of(line):

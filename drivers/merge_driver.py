@@ -400,17 +400,8 @@ class MergeDriver:
             self.record_outputs(mode='full', base=build, deltas=[], layers=done['layers'])
             return self.merge_join(sources, group, build)
         if only:
-            joined, kept, pages = affected_anchors.splice_signatures(
-                c, previous, sides['signatures'])
-            if fresh:       # the pages kept are the join's unread ones, counted as such
-                n = join['counters'].setdefault(C.MERGE_JOIN, {})
-                n[C.JOIN_REUSED] = n.get(C.JOIN_REUSED, 0) + pages
-                n[C.JOIN_AFFECTED] = joined
-                n[C.JOIN_SIGNATURES_KEPT] = kept
-                d = join['counters'].setdefault(C.DELTA, {})
-                d[C.DELTA_UNCHANGED] = d.get(C.DELTA_UNCHANGED, 0) + pages
-                c.progress('merge: joined %d URL(s) the change affects, %d signature(s) '
-                           'kept' % (n[C.JOIN_AFFECTED], kept))
+            affected_anchors.complete_join(c, previous, sides['signatures'],
+                                           join if fresh else None)
         if fresh:
             changes = {'seconds': 0.0, 'made_by': 'mergejoin',
                        'counters': {C.DELTA: join['counters'].pop(C.DELTA, {})}}

@@ -435,7 +435,11 @@ def test_line_keys_reads_a_joins_keys_from_the_line_or_says_to_parse_it():
     assert line_keys(orjson.dumps(dict(anchors, member=base + '","url":"x\\'))) == {
         base + 'l'}
     assert line_keys(orjson.dumps(dict(anchors, url=base + '\\'))) is None
-    assert line_keys(orjson.dumps({'kind': 'signature', 'url': base + 'a'})) is None
+    for kind in ('signature', 'stored'):
+        assert line_keys(orjson.dumps({'kind': kind, 'url': base + 'a', 'build': '001'})) \
+            == {base + 'a'}
+        assert line_keys(orjson.dumps({'kind': kind, 'url': base + 'a\\'})) is None
+    assert line_keys(orjson.dumps({'kind': 'merged', 'url': base + 'a'})) is None
     assert line_keys(b'{"kind":"page","url":"' + base.encode()) is None      # cut short
 
 

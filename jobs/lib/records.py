@@ -257,11 +257,14 @@ def db_status_for(fetch_status, http_status=None, redirected=False):
     return DB_FAILED
 
 
-#: How orjson writes the start of a page record, of an anchors record (MRAnchors) and
-#: of a crawl database record: what the functions below read without parsing a line.
+#: How orjson writes the start of a page record, of an anchors record (MRAnchors), of
+#: a crawl database record and of a build's signatures/ records (jobs.lib.deltas): what
+#: the functions below read without parsing a line.
 PAGE_START = b'{"kind":"page","url":"'
 ANCHORS_START = b'{"kind":"anchors","member":"'
 DB_START = b'{"kind":"db","url":"'
+SIGNATURE_START = b'{"kind":"signature","url":"'
+STORED_START = b'{"kind":"stored","url":"'
 _STATUS_AFTER_URL = b'","status":"'
 _URL_AFTER_MEMBER = b'","url":"'
 _FINAL_URL = b'"final_url":'
@@ -339,13 +342,18 @@ def page_url_layer(line):
 
 def line_keys(line):
     """The URLs a join keys the record of *line* by, read from its bytes: {url,
-    final_url} of a page, {url} of an anchors record; None when the line must be
-    parsed to know (another kind, another layout, an escape in a URL). A job that
-    needs a few URLs of a large input skips the other lines unparsed."""
+    final_url} of a page, {url} of an anchors record and of a signature or stored
+    record; None when the line must be parsed to know (another kind, another layout, an
+    escape in a URL). A job that needs a few URLs of a large input skips the other
+    lines unparsed."""
     if line.startswith(ANCHORS_START):
         at = line.find(_URL_AFTER_MEMBER, len(ANCHORS_START))
         url = _string_at(line, at + len(_URL_AFTER_MEMBER)) if at > 0 else None
         return None if url is None else {url}
+    for start in (SIGNATURE_START, STORED_START):
+        if line.startswith(start):
+            url = _string_at(line, len(start))
+            return None if url is None else {url}
     if not line.startswith(PAGE_START) or line.count(_FINAL_URL) != 1:
         return None
     url = _string_at(line, len(PAGE_START))
