@@ -10,6 +10,8 @@ import os
 import shutil
 import uuid
 
+from jobs.lib import BUFFER_BYTES
+
 
 class LocalFS:
     """Plain local folders."""
@@ -69,13 +71,13 @@ class LocalFS:
 
     def iter_lines(self, path):
         """The lines of *path* as bytes, streamed."""
-        with open(path, 'rb') as f:
+        with open(path, 'rb', buffering=BUFFER_BYTES) as f:
             yield from f
 
     @contextlib.contextmanager
     def open_write_binary(self, path):
         """A binary file that becomes *path* (a writer may close it early)."""
-        with open(path, 'wb') as f:
+        with open(path, 'wb', buffering=BUFFER_BYTES) as f:
             yield f
 
     def open_read_binary(self, path):

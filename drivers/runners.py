@@ -6,10 +6,9 @@ The driver imports this module (through ``CrawlJob._runner_class``); tasks never
 
   - **the shuffle's sort never falls back to memory.** mrjob's ``LocalMRJobRunner``
     sorts each reducer's input with the ``sort`` binary and, if that fails (disk full,
-    a bad ``--sort-bin``), logs an error and sorts the whole input in the driver's
-    memory instead, which a crawl's merge on a full disk turns into a driver of several
-    GB (bench/README.md). A crawler must fail that step with the reason instead: :class:`SortFailed`, which the driver reports as the step's failure
-    (its output never lands; the rerun redoes the step).
+    a bad ``--sort-bin``), sorts the whole input in the driver's memory instead: on a
+    full disk, a driver of several GB (bench/README.md). A crawler fails that step with
+    the reason instead (:class:`SortFailed`: its output never lands, a rerun redoes it).
   - **splits are byte ranges, cut at line ends (and, for reducers, at key changes) and
     copied by the kernel** (``os.copy_file_range``), or the input file itself (a
     symbolic link) when a split is a whole file; the reducers' sorted input is split in
@@ -21,28 +20,26 @@ The driver imports this module (through ``CrawlJob._runner_class``); tasks never
   - **tasks are forked, not executed.** mrjob starts every task as a new Python
     process (``python fetch.py --step-num=0 --reducer ...``), which imports mrjob and
     the job's libraries again before it reads a line, and a crawl runs about a hundred
-    tasks. Here each task is a child forked from
-    one *fork server* (``multiprocessing``'s forkserver: a clean single-threaded process
-    started once per driver, which has imported mrjob and every job module) and runs the
-    job in-process the way the inline runner does, with its own stdin, stdout, stderr,
+    tasks. Here each task is a child forked from one *fork server* (``multiprocessing``'s
+    forkserver: a clean single-threaded process started once per driver, which has
+    imported mrjob and every job module) and runs the job in-process the way the inline
+    runner does, with its own stdin, stdout (buffered by 1 MiB, not 8 KiB), stderr,
     working directory and environment (:func:`run_task_in_child`). One child per task,
     as before, so nothing carries over from one task to the next; a child that dies
     (killed, out of memory) fails the step like a dead subprocess did
-    (``_TaskFailedException``), and the other running tasks are stopped. The process
-    title names the task (``mrcrawl-task fetch.py --step-num=0 --reducer ...``), as the
-    command line did. Used whenever the job's class is importable and no task needs a
-    setup script or a command step; otherwise mrjob's subprocesses run the tasks.
+    (``_TaskFailedException``), and the other running tasks are stopped. The process title
+    names the task (``mrcrawl-task fetch.py --step-num=0 --reducer ...``). Used whenever
+    the job's class is importable and no task needs a setup script or a command step;
+    otherwise mrjob's subprocesses run the tasks.
 
 - :class:`InlineRunner` (``-r inline``): each uncompressed input file is one map task's
-  input where it is (a symbolic link). The inline runner runs its tasks one after
-  another, so splits buy nothing, and the copies would cost their time.
+  input, linked where it is: inline tasks run one after another, so splits buy nothing.
 
 **Couplings to internals** are kept here and in drivers/hadoop.py: these classes
 override private methods of mrjob 0.7.4's runners (pinned in setup.cfg;
 tests/test_jobs.py fails if one of them is no longer mrjob's), use mrjob.local's
-``_TaskFailedException``, and stop CPython's fork server through its private
-``_stop`` (guarded: a Python without it only skips the wait, see
-:func:`_stop_fork_server`).
+``_TaskFailedException``, and stop CPython's fork server through its private ``_stop``
+(guarded: a Python without it only skips the wait, see :func:`_stop_fork_server`).
 """
 import atexit
 import importlib
@@ -64,6 +61,7 @@ from mrjob.util import save_current_environment, save_cwd, save_sys_path, save_s
 
 from drivers.tmp_removal import RemovedLater
 from jobs.base import KEY_PARTITIONS, whole_files
+from jobs.lib import BUFFER_BYTES
 
 def task_preload():
     """Modules the fork server imports once, before it forks any task: mrjob and every
@@ -161,6 +159,8 @@ def run_task_in_child(module, class_name, title, args, driver_path, task_type, s
         os.chdir(wd)
         sys.path = [os.getcwd()] + [p for p in driver_path if p not in sys.path] + sys.path
         job_cls = getattr(importlib.import_module(module), class_name)
+        stdin = open(stdin.fileno(), 'rb', buffering=BUFFER_BYTES, closefd=False)
+        stdout = open(stdout.fileno(), 'wb', buffering=BUFFER_BYTES, closefd=False)
         sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
         try:
             job_cls(list(args)).execute()

@@ -10,7 +10,7 @@ import tempfile
 
 import orjson
 
-from jobs.lib import merging, records
+from jobs.lib import BUFFER_BYTES, merging, records
 from jobs.lib.warcfile import commit_hdfs, commit_local
 
 #: Page record fields a ``meta`` record leaves out: the text, most of a record's bytes,
@@ -40,7 +40,7 @@ class LineSink:
         else:
             os.makedirs(folder, exist_ok=True)
             self.tmp_path = os.path.join(folder, '.tmp-' + name)
-        self.file = open(self.tmp_path, 'wb')
+        self.file = open(self.tmp_path, 'wb', buffering=BUFFER_BYTES)
         self.lines = 0
         self.size = 0
 
