@@ -68,14 +68,15 @@ class OptimizerDriver:
         from jobs.pagerank import MRPageRank
         c, L = self.crawl, layer_name(layer)
         nxt = layer_name(layer + 1)
-        opt = steps['optimize']
-        if opt.get('max_depth') == c.depth and not c.fs.exists(c.path('in', nxt)) and \
-                not opt['counters'].get(C.OPTIMIZE, {}).get(C.UNFETCHED_WITHIN_DEPTH):
-            # crawldb/L holds no URL it could select: an empty layer, without a job.
-            c.fs.mkdirs(c.path('in', nxt))
+        opt = steps['optimize']['counters'].get(C.OPTIMIZE, {})
+        if steps['optimize'].get('max_depth') == c.depth and C.DB_RECORDS in opt and \
+                not opt.get(C.UNFETCHED_WITHIN_DEPTH) and not c.fs.exists(c.path('in', nxt)):
+            # crawldb/L holds no URL it could select: an empty layer, without a job
+            # (its step saved first, as run_step does: in/ marks it done).
             steps['generate'] = step = {'counters': {C.GENERATE: {}}, 'seconds': 0.0,
                                         'made_by': 'optimize'}
             c.report.save_step('generate-' + nxt, step)
+            c.fs.mkdirs(c.path('in', nxt))
             c.progress('  %-9s   none  (no unfetched URL within depth %d)' % (
                 'generate', c.depth))
             return
