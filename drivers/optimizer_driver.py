@@ -83,14 +83,16 @@ class OptimizerDriver:
         gen_in = [c.path('crawldb', L)]
         if self.conf['generate']['strategy'] == 'pagerank' and not resources_only:
             # Partial PageRank of the graph so far, every pagerank_every layers;
-            # generate reads the newest one.
-            every = self.conf['generate']['pagerank_every']
-            if layer % every == 0:
+            # generate reads the newest one, made now if that layer made none (its
+            # generate skipped, or its cycle ended there).
+            base = layer - layer % self.conf['generate']['pagerank_every']
+            if base == layer or not c.fs.exists(c.path('pagerank', layer_name(base))):
+                base = layer
                 outs = [c.path('out', layer_name(n)) for n in range(layer + 1)]
                 c.layer_step(steps, 'pagerank', 'pagerank-' + L, MRPageRank,
                              [c.path('crawldb', L)] + outs, c.path('pagerank', L),
                              ['--layer', str(layer)])
-            gen_in.append(c.path('pagerank', layer_name(layer - layer % every)))
+            gen_in.append(c.path('pagerank', layer_name(base)))
         c.layer_step(steps, 'generate', 'generate-' + nxt, MRGenerate, gen_in,
                      c.path('in', nxt), ['--max-depth', str(c.depth), '--layer',
                                          str(layer + 1), '--now', now_iso()]

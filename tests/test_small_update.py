@@ -132,3 +132,27 @@ def test_a_layer_with_nothing_left_to_select_is_not_generated(site, tmp_path):
         db = read_records(os.path.join(out, 'crawldb', '%03d' % len(generated)))
         assert sorted((r['url'][len(site.url('/')):], r['status']) for r in db) == [
             ('', 'fetched'), ('t/a.html', 'fetched'), ('t/b.html', 'fetched')]
+
+
+def test_pagerank_is_made_when_the_layer_that_would_have_made_it_skipped_its_generate(
+        site, tmp_path):
+    """generate.strategy = pagerank, every 2 layers: cycle 1 ends at layer 2 with its
+    generate skipped, so pagerank/002 is never made; cycle 2's layer 3 finds a new page
+    and its generate makes pagerank/003 instead of reading the missing 002."""
+    site.overrides['/'] = _page('Home', _links('/t/a.html'))
+    site.overrides['/t/a.html'] = _page('a', _links('/t/c.html'))
+    site.overrides['/t/c.html'] = _page('c', _links('/'))
+    conf = test_conf('generate.strategy=pagerank', 'generate.pagerank_every=2',
+                     'recrawl.interval=0')
+    out, _ = crawl_site(site, tmp_path, conf, 4)
+    with open(os.path.join(out, 'steps', 'generate-003.json')) as f:
+        assert json.load(f)['made_by'] == 'optimize'
+    assert sorted(os.listdir(os.path.join(out, 'pagerank'))) == ['000']
+    site.overrides['/t/c.html'] = _page('c', _links('/', '/t/d.html'))
+    site.overrides['/t/d.html'] = _page('d', _links('/'))
+    out, report = crawl_site(site, tmp_path, conf, 4)
+    assert sorted(os.listdir(os.path.join(out, 'pagerank'))) == ['000', '003']
+    with open(os.path.join(out, 'steps', 'generate-004.json')) as f:
+        assert json.load(f)['counters']['generate']['generated_total'] == 1
+    assert site.url('/t/d.html') in {r['url'] for r in read_records(
+        os.path.join(out, 'crawldb', '004')) if r['status'] == 'fetched'}
