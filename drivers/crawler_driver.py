@@ -39,6 +39,7 @@ class CrawlerDriver:
     def __init__(self, crawl):
         self.crawl = crawl
         self.conf = crawl.conf
+        self.summed = set()     # layers whose generate summed plan costs in this run
 
     def fetch(self, layer, urls_in, hosts_in, steps):
         """Plan (if needed), fetch and, without fetch.parse, archive layer *layer*; each
@@ -157,16 +158,17 @@ class CrawlerDriver:
             return []
         if not c.fs.exists(c.path('in', L)):
             c.fs.rm(c.path('plan_sums', L))     # an interrupted run's files
+            self.summed.add(L)
         return c.task_path_args('--plan-dir', c.path('plan_sums', L))
 
     def plan(self, steps, L, args):
-        """plan/L, placed in the driver from plan_sums/L, which exists beside in/L only
-        once the generate that wrote in/L succeeded (every task commits its file); else
-        (the seeds' layer, a layer generated without the sums) made by MRPlanFetch."""
+        """plan/L, placed in the driver from plan_sums/L when this run's generate wrote
+        in/L with them (every task commits its file before the job succeeds); else (the
+        seeds' layer, a resumed run, whose settings may differ) made by MRPlanFetch."""
         from jobs.plan_fetch import MRPlanFetch
         c = self.crawl
         final, sums = c.path('plan', L), c.path('plan_sums', L)
-        if c.fs.exists(final) or not c.fs.exists(sums):
+        if c.fs.exists(final) or L not in self.summed or not c.fs.exists(sums):
             c.layer_step(steps, 'plan', 'plan-' + L, MRPlanFetch, [c.path('in', L)], final,
                          args)
             return
@@ -174,12 +176,12 @@ class CrawlerDriver:
         recs, keys = plan.records([orjson.loads(line) for line in read_lines(c, sums)],
                                   self.conf)
         write_lines(c, c.path('tmp', 'plan'), [orjson.dumps(r) for r in recs])
-        c.fs.mkdirs(c.path('plan'))
-        c.fs.rename(c.path('tmp', 'plan'), final)
         steps['plan'] = step = {
             'counters': {C.PLAN: {C.PLAN_KEYS: keys, C.PLAN_KEYS_PLACED: len(recs)}},
             'seconds': round(time.monotonic() - start, 3), 'made_by': 'generate'}
-        c.report.save_step('plan-' + L, step)
+        c.report.save_step('plan-' + L, step)          # before plan/ marks it done
+        c.fs.mkdirs(c.path('plan'))
+        c.fs.rename(c.path('tmp', 'plan'), final)
         c.progress('  %-9s %6.1fs  (from generate\'s sums)' % ('plan', step['seconds']))
 
     def plan_args(self, L):

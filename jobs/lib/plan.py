@@ -113,7 +113,8 @@ class Sums:
         """Count one in/ ``url`` record (left as it is) under its politeness key."""
         url = rec.get('url')
         if self.normalized:
-            key = politeness.politeness_key(url, self.mode, self.resolver)
+            key = politeness.politeness_key(url, self.mode, self.resolver) \
+                if len(url) <= self.conf['filter']['max_url_length'] else None
         else:
             probe = {'url': url}
             key = politeness.fetch_key(probe, self.conf, self.resolver)
@@ -136,7 +137,8 @@ def records(rows, conf):
         have = keys.get(key, (0, 0.0))
         keys[key] = (have[0] + n, have[1] + cost)
     reducers = conf['fetch']['reducers']
-    placed, _ = place({k: c for k, (n, c) in keys.items()}, reducers,
+    # Rounded: tasks that split the URLs otherwise sum the same costs to other last bits.
+    placed, _ = place({k: round(c, 3) for k, (n, c) in keys.items()}, reducers,
                       conf['fetch']['plan_min_share'])
     return [{'kind': 'plan', 'key': key, 'partition': p, 'label': label_for(p, reducers),
              'urls': keys[key][0], 'cost': round(keys[key][1], 3)}
