@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from jobs.lib import affected as A, counters as C, merging as M, simhash
+from jobs.lib import BUFFER_BYTES, affected as A, counters as C, merging as M, simhash
 
 KEYS, META = 'merge_keys', '_meta.json'
 
@@ -54,7 +54,7 @@ def write_lines(c, folder, lines):
     """*lines* (bytes) into *folder*/part-00000, made afresh."""
     c.fs.rm(folder)
     c.fs.mkdirs(folder)
-    with c.fs.open_write_binary(c.fs.join(folder, 'part-00000')) as f:
+    with c.fs.open_write_binary(c.fs.join(folder, 'part-00000'), BUFFER_BYTES) as f:
         for line in lines:
             f.write(line + b'\n')
 

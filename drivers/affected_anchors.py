@@ -37,7 +37,7 @@ import time
 import orjson
 
 from drivers.affected import part_names, read_lines, side_args, write_lines
-from jobs.lib import counters as C, records as R
+from jobs.lib import BUFFER_BYTES, counters as C, records as R
 
 #: What the last build's anchors were made with, beside them (anchors/ is MRMergeJoin's
 #: input, so this sits in the crawl folder).
@@ -152,7 +152,7 @@ def splice_signatures(c, previous, side):
     joined = {orjson.loads(line) for line in read_lines(c, c.path('tmp', 'join_only'))}
     kept = pages = 0
     c.fs.mkdirs(side)
-    with c.fs.open_write_binary(c.fs.join(side, 'part-kept')) as f:
+    with c.fs.open_write_binary(c.fs.join(side, 'part-kept'), BUFFER_BYTES) as f:
         for name in part_names(c, previous):
             for line in c.fs.iter_lines(c.fs.join(previous, name)):
                 if not line.strip():
@@ -210,7 +210,7 @@ def splice(c, into, members, leaders):
     c.fs.mkdirs(into)
     names = part_names(c, c.path('prev_anchors')) or ['part-00000']
     for i, name in enumerate(names):
-        with c.fs.open_write_binary(c.fs.join(into, name)) as f:
+        with c.fs.open_write_binary(c.fs.join(into, name), BUFFER_BYTES) as f:
             path = c.fs.join(c.path('prev_anchors'), name)
             for line in c.fs.iter_lines(path) if c.fs.exists(path) else ():
                 if not line.strip():

@@ -75,9 +75,10 @@ class LocalFS:
             yield from f
 
     @contextlib.contextmanager
-    def open_write_binary(self, path):
-        """A binary file that becomes *path* (a writer may close it early)."""
-        with open(path, 'wb', buffering=BUFFER_BYTES) as f:
+    def open_write_binary(self, path, buffering=-1):
+        """A binary file that becomes *path* (a writer may close it early); *buffering*
+        as :func:`open`'s (BUFFER_BYTES for a stream of lines)."""
+        with open(path, 'wb', buffering=buffering) as f:
             yield f
 
     def open_read_binary(self, path):

@@ -121,7 +121,7 @@ class WebHDFS:
             yield pending
 
     @contextlib.contextmanager
-    def open_write_binary(self, path):
+    def open_write_binary(self, path, buffering=-1):
         """A local temporary file, uploaded to *path* when the block ends.
 
         A spooled upload rather than a stream into WebHDFS's chunked PUT: a Parquet
@@ -129,7 +129,7 @@ class WebHDFS:
         """
         fd, tmp = tempfile.mkstemp(prefix='mrcrawl-upload-')
         try:
-            with os.fdopen(fd, 'wb') as f:
+            with os.fdopen(fd, 'wb', buffering=buffering) as f:
                 yield f
             with open(tmp, 'rb') as f:
                 self.client.write(self._p(path), data=f, overwrite=True)

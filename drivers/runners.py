@@ -177,10 +177,7 @@ def run_task_in_child(module, class_name, title, args, driver_path, task_type, s
                 reason='%s: %s' % (type(e).__name__, e), step_num=step_num,
                 num_steps=num_steps, task_type=task_type, task_num=task_num)
         finally:
-            try:
-                stdout.flush()
-            except (OSError, ValueError):
-                pass
+            stdout.flush()       # its last MiB: a write error fails the task
 
 
 def _child_main(func, conn):
