@@ -107,7 +107,8 @@ class MROptimize(CrawlJob):
             line = line.rstrip()
             known = R.db_url_status(line)
             if known is not None:
-                if self.keys is not None and known[0] not in self.keys and self.stands(line):
+                if self.keys is not None and known[0] not in self.keys and \
+                        self.stands(line, known):
                     # No page of the layer joins it: the reducer would write it as read.
                     if self.passed is None:
                         self.passed = self.side_sink(self.options.pass_dir, 'part-m')
@@ -268,11 +269,11 @@ class MROptimize(CrawlJob):
         self.count_record(db['status'], db)
         yield None, db
 
-    def stands(self, line):
+    def stands(self, line, known=None):
         """Does a db *line* that nothing of the layer joins stand byte for byte? When
-        its URL and status read from its bytes and it has the fields the join sets
-        (score, inlinks); counted as the join counts it then."""
-        known = R.db_url_status(line)
+        its URL and status read from its bytes (*known*, if the caller read them) and it
+        has the fields the join sets (score, inlinks); counted as the join counts it."""
+        known = known or R.db_url_status(line)
         if known is None or _SCORE not in line or _INLINKS not in line:
             return False
         self.count_record(known[1], line)
