@@ -90,10 +90,8 @@ def run(c, inputs, args, last, prev=None):
     for path in files:
         urls.update(line.strip() for line in c.fs.iter_lines(path) if line.strip())
     write_lines(c, keys_side(c), sorted(urls))
-    c.fs.rm(passed)
     step = c.run_step('current', MRCurrent, inputs, current, args + [
         '--keys', c.fs.join(keys_side(c), 'part-00000')] + c.task_path_args('--pass-dir', passed),
         passed=passed)
-    c.fs.rm(passed)
     c.fs.rm(keys_side(c))
     return step

@@ -11,14 +11,12 @@
     HtmlToXmlDriver.xml          merged/ -> xml/            drivers/html_to_xml_driver.py
     finish: report.json, report.html (drivers/report.py, drivers/report_html.py)
 
-Each driver runs its MapReduce jobs for a layer (listed in its docstring); with
-fetch.parse on, the parse runs inside the fetch job. A cycle (drivers/cycles.py) is
-this loop once; rerunning `mrcrawl crawl` on a finished crawl starts the next one.
+Each driver runs its jobs for a layer (listed in its docstring; with fetch.parse on, the
+parse runs inside the fetch). A cycle (drivers/cycles.py) is this loop once.
 
-Each step writes to OUT/tmp/<step> (with the part files its tasks passed beside it) and
-is renamed into place only when it succeeded, after its counters were saved in
-OUT/steps/<step>.json. A step whose output folder exists is done, and a layer whose row
-is saved is skipped: rerunning after a crash goes on from the last completed step.
+Each step writes to OUT/tmp/<step> (with the files its tasks passed), renamed into place
+once it succeeded and its counters are in OUT/steps/<step>.json. A step whose output
+exists is done, a layer whose row is saved is skipped: a rerun after a crash goes on.
 """
 import contextlib
 import json
@@ -162,12 +160,13 @@ class Crawl:
     def run_step(self, name, job_cls, inputs, final, extra_args=(), runner=None,
                  passed=None):
         """Run *job_cls* over *inputs* into *final* unless it is already there (on
-        *runner*, else the one :meth:`runner_for` picks), with the files of *passed*
-        (its map tasks' --pass-dir: lines they wrote unshuffled; the caller empties it)."""
+        *runner*, else the one :meth:`runner_for` picks), with the files of *passed* (its
+        map tasks' --pass-dir: lines they wrote unshuffled; emptied before and after)."""
         if self.fs.exists(final):
             return self.report.load_step(name)
         tmp = self.path('tmp', name)
-        self.fs.rm(tmp)
+        for folder in filter(None, (tmp, passed)):     # an interrupted run's files
+            self.fs.rm(folder)
         runner_name = runner or self.runner_for(job_cls, inputs, extra_args)
         args = self.job_args(runner_name, tmp, extra_args, inputs)
         start = time.monotonic()
@@ -187,9 +186,11 @@ class Crawl:
         self.report.save_step(name, step)
         if not self.fs.exists(tmp):
             self.fs.mkdirs(tmp)   # an empty result is still a result
-        for part in (self.fs.listdir(passed) if passed else ()):   # committed files only
-            self.fs.rename(self.fs.join(passed, part), self.fs.join(tmp, part))
-        self.fs.rm(final)
+        for part in (self.fs.listdir(passed) if passed else ()):
+            if part.startswith('part-'):      # committed (a dead task's is .tmp-part-)
+                self.fs.rename(self.fs.join(passed, part), self.fs.join(tmp, part))
+        for folder in filter(None, (passed, final)):
+            self.fs.rm(folder)
         self.fs.mkdirs(final.rsplit('/', 1)[0])
         self.fs.rename(tmp, final)
         self.fs.write_text(self.path('state.json'), json.dumps(

@@ -49,14 +49,12 @@ class OptimizerDriver:
         if db_in and meta and most > 0 and ran and c.fs.size(meta) <= most:
             write_lines(c, pages, read_lines(c, meta))
             passed = c.path('tmp', 'optimize_pass')
-            c.fs.rm(passed)
             args += ['--layer-pages', c.fs.join(pages, 'part-00000')] + \
                 c.task_path_args('--pass-dir', passed)
         step = c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
                             db_in + [meta or c.path('out', L)], final, args, passed=passed)
-        for folder in (pages, passed):
-            if folder:
-                c.fs.rm(folder)
+        if passed:
+            c.fs.rm(pages)
         if ran:      # its unfetched_within_depth_total is exact at this depth (generate)
             step['max_depth'] = c.depth
             c.report.save_step('optimize-' + L, step)
