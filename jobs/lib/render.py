@@ -39,6 +39,8 @@ from jobs.lib.subrequest import Asked, Budget, SubRequests
 # that does not exist, loopback included: they fail instead of reaching the network.
 _LAUNCH_ARGS = ['--no-sandbox', '--proxy-server=socks5://127.0.0.1:9',
                 '--proxy-bypass-list=<-loopback>']
+#: Seconds a page's close may take: a page whose renderer was killed may never answer.
+_CLOSE_SECONDS = 5.0
 
 
 def tool_warnings(conf):
@@ -235,8 +237,11 @@ class Renderer:
         self._spawn(self._run(job))
 
     async def _run(self, job):
+        # Bounded as a whole: a Playwright call without a timeout of its own (a crashed
+        # renderer's page) must not leave the key's thread waiting for ever.
+        most = 2 * self.settings['max_seconds'] + _CLOSE_SECONDS
         try:
-            job.html = await self._render_one(job)
+            job.html = await asyncio.wait_for(self._render_one(job), most)
         except _Unavailable:
             job.error = 'unavailable'
         except asyncio.CancelledError:
@@ -327,7 +332,7 @@ class Renderer:
         if self._pages.get(held.key) is held:
             del self._pages[held.key]
         try:
-            await held.page.close()
+            await asyncio.wait_for(held.page.close(), _CLOSE_SECONDS)
         except Exception:     # a crashed browser: its pages are gone already
             pass
 
