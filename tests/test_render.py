@@ -515,3 +515,34 @@ def test_the_driver_says_once_when_no_browser_is_there(tmp_path):
     assert render.tool_warnings(_conf(tmp_path, '127.0.0.4', True)) == []
     assert render.tool_warnings(_conf(tmp_path, '127.0.0.4', False,
                                       'render.browser=/nonexistent/chromium')) == []
+
+
+def test_a_render_that_never_ends_gives_the_page_back_as_fetched(tmp_path, monkeypatch):
+    """A Playwright call that never returns (a killed renderer's page) does not hold the
+    key's thread: after 2 x render.max_seconds + 5 s the page comes back with its
+    fetched body, counted render_failed_timeout_total."""
+    import asyncio
+    import concurrent.futures
+    import time
+
+    from jobs.lib import render
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.robots import RobotsCache
+
+    async def never(self, job):
+        await asyncio.Event().wait()
+    monkeypatch.setattr(render.Renderer, '_render_one', never)
+    conf = _conf(tmp_path, '127.0.0.12', True, 'render.max_seconds=0.1')
+    renderer = render.Renderer(conf, RobotsCache(), Resolver(True))
+    doc = {'body': '<p>as fetched</p>'}
+    stats = {}
+    start = time.monotonic()
+    pool = concurrent.futures.ThreadPoolExecutor(1)     # so that the test ends anyway
+    try:
+        got = pool.submit(renderer._finish, renderer._submit(doc, None)).result(30)
+    finally:
+        pool.shutdown(wait=False)
+        renderer.close(stats.__setitem__)
+    assert got is doc and got['body'] == '<p>as fetched</p>' and 'rendered' not in got
+    assert stats == {'render_failed_timeout_total': 1}
+    assert time.monotonic() - start < 0.2 + render._CLOSE_SECONDS + 5.0
