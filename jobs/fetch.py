@@ -51,14 +51,12 @@ is map-only:
    page the key's thread fetched is parsed by the task's main thread, as always, and
    its links handed back (a jobs.lib.follow.Reply) before the thread goes on.
 
-A Hadoop crawl makes small layers' lists in the driver (hadoop.local_max_bytes,
-drivers/hadoop.py run_cut): the YARN job that holds the layer's time has no shuffle.
-
-Bins, not one list per host: the lists are the tasks, ``fetch.reducers`` of them at
-once, none waiting for a second wave. A key goes to the bin the fetch plan chose by
-predicted cost (``--plan``, MRPlanFetch: largest first on the least loaded bin), else
-to crc32(key) mod bins; the bin's shuffle key is a label whose Hadoop
-KeyFieldBasedPartitioner hash is that bin (jobs.lib.plan.label_for).
+A Hadoop crawl makes small layers' lists in the driver (hadoop.local_max_bytes, drivers/
+hadoop.py run_cut): the YARN job that holds the layer's time has no shuffle. Bins, not one
+list per host: the lists are the tasks, ``fetch.reducers`` of them at once, none waiting
+for a second wave. A key goes to the bin the fetch plan chose by predicted cost (``--plan``,
+MRPlanFetch: largest first on the least loaded bin), else to crc32(key) mod bins; the
+bin's shuffle key is a label whose KeyFieldBasedPartitioner hash is that bin (plan.label_for).
 
 Run alone::
 
@@ -79,19 +77,19 @@ from mrjob.step import MRStep
 
 from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
 from jobs.lib import counters as C, fetcher, follow, plan, politeness, records as R, robots
+from jobs.lib.merging import mark_kept
 from jobs.lib.netpolicy import Resolver
 from jobs.lib.render import Renderer
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _DB_LINES = ('known', 'held', 'robots', 'pace')   # a fetch list's lines that are no URL to fetch
+_STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
 
 
 def _by_priority(rec):
-    """Sort key of a url record: the highest ``priority`` first (none: last), ties kept
-    in input order."""
+    """Sort key of a url record: the highest ``priority`` first (none: last); stable."""
     p = rec.get('priority')
     return -p if isinstance(p, (int, float)) else float('inf')
-_STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
 
 
 class FetchKeyProtocol:
@@ -466,6 +464,8 @@ class MRFetch(CrawlJob):
             block = False
 
     def _emit(self, doc, reply=None):
+        if mark_kept(doc, self.conf['recrawl']['prune']):   # a setting's no: page kept
+            self.count(C.per('refused_kept', doc['reason']))
         t = self.task
         t['url'] = t['url'] or doc['url']
         t['followed' if doc.get('followed') else 'urls'] += 1

@@ -52,7 +52,8 @@ page was (``prev``: digest, fields checksum) so that changes can be told apart. 
 whose last fetch failed transiently is tried again whenever a cycle starts. A known URL
 that the link filters of this run reject (the settings changed) is not fetched: a page
 goes to in/ with ``excluded`` (the reason), so that its fetch records it filtered and
-the cycle's delta deletes it (counter ``now_excluded_total``).
+the cycle's delta deletes it when the run prunes (``recrawl.prune``; else the page is
+kept: jobs.lib.merging.mark_kept) (counter ``now_excluded_total``).
 
 ``--inject``: some inputs are seed ``url`` records (a cycle's seeds file, if no layer had
 it before); a first step joins them with the database on the URL, so a seed already known
@@ -204,10 +205,11 @@ class MRGenerate(CrawlJob):
         if db['status'] != R.DB_UNFETCHED:
             if excluded and db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED):
                 # A page the settings now exclude: its fetch says so without a request
-                # (jobs/fetch.py), and the cycle's delta deletes it.
+                # (jobs/fetch.py), and with recrawl.prune the cycle's delta deletes it;
+                # without, the page is kept (jobs.lib.merging.mark_kept: its prev).
                 self.count(C.NOW_EXCLUDED)
                 yield urls.host(db['url']), [db['depth'], db['url'], 0, 0, 0.0, None,
-                                             {'excluded': excluded}]
+                                             {'excluded': excluded, 'prev': _prev(db)}]
             elif self.options.recrawl_at and not excluded:
                 yield from self.due(db, site)
             return
@@ -262,9 +264,7 @@ class MRGenerate(CrawlJob):
                 self.count(C.RECRAWL_NOT_DUE)
                 return
         self.count(C.RECRAWL_DUE)
-        extra = {'prev': {'digest': db.get('digest'),
-                          'fields_checksum': db.get('fields_checksum'),
-                          'status': db['status'], 'last_fetch': db.get('last_fetch')}}
+        extra = {'prev': _prev(db)}
         if db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED):
             for key in ('etag', 'last_modified'):
                 if db.get(key):
@@ -467,6 +467,12 @@ def _is_new(cand):
     (what max_pages counts)? Not a due page whose last fetch was a request."""
     prev = cand[6] and cand[6].get('prev')
     return not (prev and prev.get('status') in R.DB_REQUESTED)
+
+
+def _prev(db):
+    """What a known URL's in/ record says of its last fetch (``prev``)."""
+    return {'digest': db.get('digest'), 'fields_checksum': db.get('fields_checksum'),
+            'status': db['status'], 'last_fetch': db.get('last_fetch')}
 
 
 def _resource_extra(db):

@@ -138,6 +138,8 @@ class MROptimize(CrawlJob):
                 fetch[key] = rec[key]
         if rec.get('followed'):
             fetch['followed'] = True      # fetched inside the fetch: see reducer_join
+        if rec.get('kept'):
+            fetch['kept'] = True          # a setting refused a known page: see reducer_join
         # The page's OPIC cash (seeds start with 1.0) is spent now: see reducer_join.
         fetch['spent_cash'] = R.opic_cash(rec) if rec['status'] in (
             R.FETCH_FETCHED, R.FETCH_NOT_MODIFIED) else 0.0
@@ -221,6 +223,12 @@ class MROptimize(CrawlJob):
                 inlinks += data[1]
                 topic_inlinks += data[2]
                 cash += data[3]
+        if line is not None and fetches and all(f.get('kept') for f in fetches):
+            # A page of an earlier cycle that a setting refuses now, kept (recrawl.prune
+            # off: jobs.lib.merging.mark_kept): its record stays what it was, so that it is
+            # fetched again once the setting allows it.
+            self.count(C.REFUSED_KEPT, len(fetches))
+            fetches = []
         if line is not None:
             if not (fetches or inlinks or resource) and self.stands(line):
                 yield None, line

@@ -147,6 +147,9 @@ RECRAWL_NOT_DUE = 'recrawl_not_due_total'  #: fetched URLs not due yet
 INJECTED_NEW = 'injected_new_total'        #: a cycle's seeds the database did not know
 INJECTED_KNOWN = 'injected_known_total'    #: a cycle's seeds it knew already
 NOW_EXCLUDED = 'now_excluded_total'        #: known URLs the changed link filters reject
+#: pages of earlier cycles a setting now refuses, kept (recrawl.prune off): in the fetch
+#: as refused_kept_REASON_total (C.per), in optimize as this total
+REFUSED_KEPT = 'refused_kept_total'
 PAGES_FOR_NEXT_CYCLE = 'pages_for_next_cycle_total'  #: unfetched pages a resources-only layer leaves
 OVER_HOST_CAP = 'over_host_cap_total'   #: left unfetched in crawldb by filter.max_urls_per_host
 SITE_MAX_PAGES = 'site_max_pages_total'    #: held back by a site's max_pages (jobs.lib.sitelimits)

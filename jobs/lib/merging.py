@@ -38,12 +38,34 @@ def definitive(rec):
     or moved: final_url), gone (404, 410), a redirect, robots.txt's no, a filter's no.
     A transient failure (5xx, network, robots.txt unreachable: deferred) or a 304 does
     not: the URL's earlier definitive fetch still stands, as Nutch keeps a page until
-    its retries run out."""
+    its retries run out. Nor does a setting's no to a page of an earlier cycle that
+    the run kept (``kept``: :func:`mark_kept`)."""
     status = rec.get('status')
     if status == R.FETCH_HTTP_ERROR:
         return rec.get('http_status') in (404, 410)
-    return status in (R.FETCH_FETCHED, R.FETCH_REDIRECTED, R.FETCH_ROBOTS_DENIED,
-                      R.FETCH_FILTERED)
+    if status == R.FETCH_FILTERED:
+        return not rec.get('kept')
+    return status in (R.FETCH_FETCHED, R.FETCH_REDIRECTED, R.FETCH_ROBOTS_DENIED)
+
+
+#: Reasons of a ``filtered`` fetch that come from the crawl's settings, not from the
+#: page: the address policy (security.allow_private_networks) and the link filters a
+#: later cycle applies to known URLs (jobs/generate.py: ``filter_*``).
+SETTING_REASONS = ('private_address',)
+
+
+def mark_kept(doc, prune):
+    """Mark *doc* ``kept`` if it is a URL a setting refuses now whose earlier page
+    stands; whether it did. A setting is no evidence that a page is gone: unless the
+    run prunes (recrawl.prune), a ``filtered`` fetch of a page of an earlier cycle (its
+    ``prev`` status fetched or redirected) for a setting's reason keeps the page
+    (:func:`definitive`; MROptimize keeps its crawl database record)."""
+    reason = doc.get('reason') or ''
+    if (not prune and doc.get('status') == R.FETCH_FILTERED
+            and (reason in SETTING_REASONS or reason.startswith('filter_'))
+            and (doc.get('prev') or {}).get('status') in (R.DB_FETCHED, R.DB_REDIRECTED)):
+        doc['kept'] = True
+    return bool(doc.get('kept'))
 
 
 def current_key(rec):
