@@ -9,8 +9,14 @@
     mrcrawl db stats OUT | mrcrawl db get OUT URL...
     mrcrawl report OUT [--output FILE] [--png-dir DIR]
 
-Errors the user can act on (missing seeds file, unwritable output folder, bad
-configuration, a failed step) print one line and exit with status 2.
+Errors the user can act on (missing seeds file, unwritable output folder, a folder
+that is not a crawl, bad configuration, a failed step) print one line and exit with
+status 2. A crawl cycle that tried URLs and fetched no page exits with status 3 after
+its summary, with the top reasons and what to do about each.
+
+A run on an existing crawl starts from the settings of its last run (OUT/conf.json,
+the sites' rules included), then applies --conf, --sites and --set given now; each
+setting that differs is printed (drivers/settings.py).
 """
 import argparse
 import atexit
@@ -19,9 +25,10 @@ import logging
 import os
 import sys
 
-from jobs.lib import config, sites
+from jobs.lib import config
 
 EXIT_USAGE = 2
+EXIT_NO_PAGE = 3           # the cycle tried URLs and fetched none (drivers/report.py)
 EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports it
 
 
@@ -43,6 +50,9 @@ def _add_crawl_options(p, depth_default=3):
     p.add_argument('--set', metavar='SECTION.KEY=VALUE', action='append', default=[],
                    help='Override one setting, after --conf; repeatable. '
                         'Example: --set politeness.delay=0.5')
+    p.add_argument('--prune', action='store_true',
+                   help='Delete the pages of earlier cycles that a setting now refuses '
+                        '(recrawl.prune, for this run only). Default: they are kept.')
     p.add_argument('-q', '--quiet', action='store_true', help='Print only the summary.')
 
 
@@ -141,15 +151,37 @@ def _print(msg):
     print(msg, flush=True)
 
 
-def run_crawl(args, seeds, out, extra_sets=()):
-    from drivers.crawl import Crawl, CrawlError
+def resolve_settings(args, out, extra_sets=(), site_dirs=(), existing=False):
+    """The run's settings (drivers/settings.py), their changes printed; None after a
+    one-line error (a folder that is not a crawl, a bad setting)."""
+    from drivers import settings
+    sets = list(extra_sets) + args.set + (
+        ['recrawl.prune=true'] if getattr(args, 'prune', False) else [])
     try:
-        conf = sites.resolve(config.load(args.conf, list(extra_sets) + args.set))
+        settings.check_folder(out, existing)
+        run = settings.for_run(out, args.conf, sets, site_dirs)
+    except settings.FolderRefused as e:
+        print('mrcrawl: %s' % e, file=sys.stderr)
+        return None
     except config.ConfigError as e:
         print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
+        return None
+    for line in run.notes:
+        _print('settings: %s' % line)
+    for change in run.changes:
+        _print('setting changed since the last run: %s' % change.line())
+    return run
+
+
+def run_crawl(args, seeds, out, extra_sets=(), site_dirs=(), existing=False):
+    from drivers.crawl import Crawl, CrawlError
+    from drivers.report import no_page_reasons
+    run = resolve_settings(args, out, extra_sets, site_dirs, existing)
+    if run is None:
         return EXIT_USAGE
     progress = (lambda msg: None) if args.quiet else _print
-    crawl = Crawl(out, conf, runner=args.runner, depth=args.depth, progress=progress)
+    crawl = Crawl(out, run.conf, runner=args.runner, depth=args.depth, progress=progress,
+                  settings_changes=[c.as_dict() for c in run.changes])
     try:
         report = crawl.run(seeds, args.at)
     except CrawlError as e:
@@ -161,23 +193,25 @@ def run_crawl(args, seeds, out, extra_sets=()):
         return EXIT_USAGE
     if args.quiet:
         print(crawl.report.format_summary(report))
-    return 0
+    failed = no_page_reasons(report)
+    for line in failed:
+        print('mrcrawl: %s' % line, file=sys.stderr)
+    return EXIT_NO_PAGE if failed else 0
 
 
 def run_recrawl(args):
     """The next cycle, without seeds: what `crawl` does when rerun on a finished crawl."""
-    return run_crawl(args, None, args.out)
+    return run_crawl(args, None, args.out, existing=True)
 
 
 def run_reparse(args):
     from drivers.crawl import Crawl, CrawlError
-    try:
-        conf = sites.resolve(config.load(args.conf, args.set))
-    except config.ConfigError as e:
-        print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
+    run = resolve_settings(args, args.out, existing=True)
+    if run is None:
         return EXIT_USAGE
     progress = (lambda msg: None) if args.quiet else _print
-    crawl = Crawl(args.out, conf, runner=args.runner, depth=None, progress=progress)
+    crawl = Crawl(args.out, run.conf, runner=args.runner, depth=None, progress=progress,
+                  settings_changes=[c.as_dict() for c in run.changes])
     try:
         report = crawl.reparse()
     except CrawlError as e:
@@ -193,9 +227,9 @@ DEMO_MARKER = '.mrcrawl-demo'
 
 
 def run_demo(args):
-    import os
     import shutil
     import tempfile
+    from drivers import settings
     from drivers.fixture_site import FixtureSite
     marker = os.path.join(args.out, DEMO_MARKER)
     if os.path.isdir(args.out) and os.listdir(args.out):
@@ -206,6 +240,7 @@ def run_demo(args):
         shutil.rmtree(args.out)      # the demo's own last crawl
     os.makedirs(args.out, exist_ok=True)
     open(marker, 'w').close()
+    settings.mark(settings.fslib.for_path(args.out), args.out)   # a new crawl folder
     with FixtureSite() as site:
         fd, seeds = tempfile.mkstemp(prefix='mrcrawl-demo-seeds-', suffix='.txt')
         with os.fdopen(fd, 'w') as f:
@@ -278,9 +313,8 @@ def run():
     os._exit(0)
 
 
-COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out, extra_sets=[
-    'parse.sites=%s' % json.dumps(args.sites)] if args.sites else ()), 'demo': run_demo,
-            'recrawl': run_recrawl, 'reparse': run_reparse, 'db': run_db}
+COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out, site_dirs=args.sites),
+            'demo': run_demo, 'recrawl': run_recrawl, 'reparse': run_reparse, 'db': run_db}
 
 
 if __name__ == '__main__':

@@ -25,7 +25,7 @@ import os
 import tempfile
 import time
 
-from drivers import beside, fs as fslib, hadoop
+from drivers import beside, fs as fslib, hadoop, settings
 from drivers.crawler_driver import CrawlerDriver
 from drivers.cycles import Cycles, FolderError, LockHeld, layer_name, layer_rows
 from drivers.html_to_xml_driver import HtmlToXmlDriver
@@ -33,20 +33,13 @@ from drivers.merge_driver import MergeDriver
 from drivers.optimizer_driver import OptimizerDriver
 from drivers.parser_driver import ParserDriver
 from drivers.report import Report
+from drivers.report_charts import preload_libraries
 from drivers.runners import TASK_ENV_ARGS, local_runner_args
 from drivers.seeds import NO_CRAWL, NoSeeds, gather
 from jobs.lib import counters as C, media, render, urls
 from jobs.lib.sites import entry_urls
 
 log = logging.getLogger('mrcrawl')
-
-
-def _preload_report_libraries():
-    try:
-        import matplotlib.backends.backend_agg  # noqa: F401
-        import matplotlib.figure  # noqa: F401
-    except Exception:      # report.html reports its own failure when it runs
-        pass
 
 
 class CrawlError(Exception):
@@ -62,7 +55,8 @@ class Stopped(Exception):
 
 
 class Crawl:
-    def __init__(self, out, conf, runner='local', depth=3, progress=print, runner_args=()):
+    def __init__(self, out, conf, runner='local', depth=3, progress=print, runner_args=(),
+                 settings_changes=()):
         self.out = out.rstrip('/') if out != '/' else out
         self.conf = conf
         self.runner = runner
@@ -75,7 +69,7 @@ class Crawl:
         elif runner == 'local':
             self.runner_args = local_runner_args() + self.runner_args
         self.fs = fslib.for_path(self.out)
-        self.report = Report(self.out, self.fs, conf, depth, runner)
+        self.report = Report(self.out, self.fs, conf, depth, runner, settings_changes)
         self._conf_file = None
         self._seeds = None            # (path, SeedReport) once read
         self.crawler = CrawlerDriver(self)
@@ -96,15 +90,20 @@ class Crawl:
 
     # -- setup ----------------------------------------------------------------------
 
-    def prepare(self):
+    def prepare(self, existing=False):
+        """Refuse a folder that is not a crawl's (drivers/settings.py), or not new unless
+        *existing*; mark it, make its folders, write the settings."""
         try:
+            settings.check_folder(self.out, existing)
             self.fs.check_writable(self.out)
+            settings.mark(self.fs, self.out)
             for sub in ('in', 'out', 'crawldb', 'steps') + (
                     () if self.fused_parse else ('doc',)):
                 self.fs.mkdirs(self.path(sub))
-        except OSError as e:
-            raise CrawlError('cannot write the crawl output folder %s: %s' % (
-                self.out, e.strerror or e))
+        except (settings.FolderRefused, OSError) as e:
+            raise CrawlError(str(e) if isinstance(e, settings.FolderRefused) else
+                             'cannot write the crawl output folder %s: %s' % (
+                                 self.out, e.strerror or e))
         for line in media.tool_warnings(self.conf) + render.tool_warnings(self.conf):
             log.warning('%s', line)
         text = json.dumps(self.conf, indent=1, sort_keys=True)
@@ -271,11 +270,11 @@ class Crawl:
             return self._cycle(cycles, seeds_path, at)
 
     @contextlib.contextmanager
-    def locked(self):
+    def locked(self, existing=False):
         """Prepare the folder and hold its lock (drivers/cycles.py) while the body runs;
         yields its Cycles. Another run's lock, or a folder of an incompatible layout,
         is a CrawlError."""
-        self.prepare()
+        self.prepare(existing)
         cycles = Cycles(self.fs, self.out)
         try:
             stale = cycles.lock()
@@ -295,8 +294,9 @@ class Crawl:
 
     def _cycle(self, cycles, seeds_path, at):
         # report.html's plotting library loads while the first layer waits on the network.
-        beside.preload(_preload_report_libraries)
-        cycle, new = cycles.begin(self.depth, seeds_path, at, on_new=self._new_cycle)
+        beside.preload(preload_libraries)
+        cycle, new = cycles.begin(self.depth, seeds_path, at, on_new=self._new_cycle,
+                                  changes=self.report.settings_changes)
         if self.depth is None:          # `mrcrawl recrawl`: the last cycle's depth
             self.depth = self.report.depth = cycle['depth'] = self._last_depth(cycles)
             cycles.save(cycle)
@@ -359,7 +359,7 @@ class Crawl:
         """`mrcrawl reparse`: every layer's pages parsed again from their stored bodies
         with this run's settings (MRReparse: nothing is fetched), then the outputs
         rebuilt as build CCC-reparseK, with the delta they make (delta/CCC-reparseK)."""
-        with self.locked() as cycles:
+        with self.locked(existing=True) as cycles:
             done = cycles.all()
             if not done or not done[-1]['finished']:
                 raise CrawlError('%s has no finished crawl cycle to parse again: run or '

@@ -8,7 +8,8 @@ the crawl database holds that is new within the depth or due again, plus new see
 A cycle that did not finish (a crash, a STOP file) is resumed instead.
 
     OUT/cycles/CCC.json  {"cycle", "first_layer", "depth", "at", "seeds",
-                          "layers": [summary rows], "finished", "format"}
+                          "layers": [summary rows], "finished", "format",
+                          "settings_changed": [{"key", "from", "to"}]}
     OUT/lock.json        {"host", "pid", "started"} while a run holds the folder
 """
 import json
@@ -64,11 +65,17 @@ class Cycles:
         self.fs.write_text(self._path('%03d.json' % cycle['cycle']),
                            json.dumps(cycle, indent=1, sort_keys=True))
 
-    def begin(self, depth, seeds, at=None, on_new=None):
+    def begin(self, depth, seeds, at=None, on_new=None, changes=()):
         """(the cycle to run, whether it is new): the unfinished last one, else a new
-        one after it (``on_new(first_layer)`` runs before it is recorded)."""
+        one after it (``on_new(first_layer)`` runs before it is recorded). *changes*:
+        how this run's settings differ from the last run's (drivers/settings.py), added
+        to the cycle's ``settings_changed``."""
         cycles = self.all()
         if cycles and not cycles[-1]['finished']:
+            if changes:
+                cycles[-1]['settings_changed'] = \
+                    cycles[-1].get('settings_changed', []) + list(changes)
+                self.save(cycles[-1])
             return cycles[-1], False
         if cycles:
             last = cycles[-1]
@@ -80,7 +87,7 @@ class Cycles:
             on_new(first)
         cycle = {'cycle': last['cycle'] + 1 if last else 1, 'first_layer': first,
                  'depth': depth, 'at': at or now_iso(), 'seeds': seeds, 'layers': [],
-                 'finished': False, 'format': FORMAT}
+                 'finished': False, 'format': FORMAT, 'settings_changed': list(changes)}
         self.save(cycle)
         return cycle, True
 

@@ -18,12 +18,15 @@ COLUMNS = (('layer', 'layer'), ('in', 'urls_in'), ('followed', 'followed'),
 
 
 class Report:
-    def __init__(self, out, fs, conf, depth, runner):
+    def __init__(self, out, fs, conf, depth, runner, settings_changes=()):
         self.out = out
         self.fs = fs
         self.conf = conf
         self.depth = depth
         self.runner = runner
+        #: How this run's settings differ from the last run's (drivers.settings.Change
+        #: as dicts): report.json's settings_changes.
+        self.settings_changes = list(settings_changes)
 
     def step_path(self, name):
         return self.fs.join(self.out, 'steps', name + '.json')
@@ -54,6 +57,8 @@ class Report:
             if k.startswith(('fetch_http_error_', 'fetch_network_error_', 'fetch_filtered_',
                              'fetch_deferred_', 'fetch_robots_denied_'))}
         row['new_urls'] = optimize.get(C.NEW_URLS, 0)
+        # Pages of earlier cycles a setting refuses now, kept (recrawl.prune off).
+        row['kept'] = sum(v for k, v in fetch.items() if k.startswith('refused_kept_'))
         # What the next layer's generate held back (unfetched, for later), by cap or
         # limit, and each limited site's counts after it (jobs.lib.sitelimits).
         generate = steps.get('generate', {}).get('counters', {})
@@ -109,11 +114,12 @@ class Report:
             'stopped_by_user': stopped,
             'settings': {'politeness.delay': self.conf['politeness']['delay'],
                          'politeness.user_agent': self.conf['politeness']['user_agent']},
+            'settings_changes': self.settings_changes,
             'seeds': self.load_step('inject').get('seeds'),
             'layers': layers,
             # Which layers each crawl cycle ran, and the build the outputs describe.
             'cycles': [{k: c.get(k) for k in ('cycle', 'first_layer', 'depth', 'at',
-                                               'finished')}
+                                               'finished', 'settings_changed')}
                        | {'layers': [row['layer'] for row in c['layers']]}
                        for c in cycles or ()],
             'build': build,
@@ -174,7 +180,56 @@ class Report:
             t = report['topic']
             lines.append('harvest rate: %.1f%% (%d of %d parsed pages on topic)' % (
                 100 * t['harvest_rate'], t['on_topic'], t['on_topic'] + t['off_topic']))
+        kept = sum(row.get('kept', 0) for row in last_cycle_rows(report))
+        if kept:
+            lines.append('pages kept though a setting refuses them now: %d (their last '
+                         'fetch stands; --prune deletes them)' % kept)
         if report.get('stopped_by_user'):
             lines.append('stopped by the STOP file: run the same command again to continue')
         lines.append('report: %s/report.json' % report['out'])
         return '\n'.join(lines)
+
+
+#: What to do about the reasons a cycle fetched no page: (reason prefix, hint).
+HINTS = (
+    ('filtered_private_address', 'the URLs are on loopback or a private network: '
+     '--set security.allow_private_networks=true allows them (a local site)'),
+    ('network_error_dns', 'their host names do not resolve: is this machine offline? '
+     '`make demo` crawls a website on this machine with no network'),
+    ('network_error_', 'the servers could not be reached: check the network, or a '
+     'proxy in the way; fetch.connect_timeout and fetch.read_timeout set the waits'),
+    ('robots_denied', "the sites' robots.txt forbid it (politeness.user_agent is the "
+     'name they are matched against)'),
+    ('filtered_filter_', 'the link filters refuse them: filter.include, filter.exclude, '
+     'filter.scope'),
+    ('filtered_', 'refused before any request: see the reason'),
+    ('http_error_', 'the servers answered with errors: see the status'),
+    ('deferred_', 'deferred to the next run (time budget, robots.txt unavailable, failing '
+     'hosts): run the same command again later'),
+)
+
+
+def last_cycle_rows(report):
+    """The layer rows of *report*'s last cycle."""
+    cycles = report.get('cycles') or ()
+    mine = set(cycles[-1]['layers']) if cycles else set()
+    return [row for row in report['layers'] if row['layer'] in mine]
+
+
+def no_page_reasons(report):
+    """When the last cycle of *report* tried URLs and fetched no page (not even a 304),
+    the lines that say why, its top reasons each with what to do; else []."""
+    rows = last_cycle_rows(report)
+    tried = sum(row['urls_in'] for row in rows)
+    if not tried or report.get('stopped_by_user') or any(
+            row.get(R.FETCH_FETCHED) or row.get(R.FETCH_NOT_MODIFIED) for row in rows):
+        return []
+    reasons = {}
+    for row in rows:
+        for reason, n in row['errors_by_reason'].items():
+            reasons[reason] = reasons.get(reason, 0) + n
+    lines = ['no page was fetched: %d URL(s) tried, none answered with a page' % tried]
+    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:3]:
+        hint = next((h for prefix, h in HINTS if reason.startswith(prefix)), None)
+        lines.append('  %d %s%s' % (n, reason, ': ' + hint if hint else ''))
+    return lines

@@ -157,3 +157,13 @@ def _errors_chart(classes):
     ax.invert_yaxis()
     ax.set(title='URLs not fetched, by status / reason', xlabel='URLs')
     return _png(fig)
+
+
+def preload_libraries():
+    """Import the plotting library (drivers/beside.py runs this while a crawl's first
+    layer waits on the network)."""
+    try:
+        import matplotlib.backends.backend_agg  # noqa: F401
+        import matplotlib.figure  # noqa: F401
+    except Exception:      # report.html reports its own failure when it runs
+        pass

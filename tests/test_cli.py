@@ -97,9 +97,12 @@ def test_private_addresses_are_refused_by_default(site, tmp_path):
     seeds.write_text(site.url('/') + '\n')
     res = mrcrawl('crawl', '--seeds', str(seeds), '--depth', '0', '--out',
                   str(tmp_path / 'out'), '-r', 'inline')
-    assert res.returncode == 0, res.stderr
+    # A crawl that fetched nothing fails (exit 3), saying why and what to set.
+    assert res.returncode == 3, res.stderr
     assert site.requests == []
     assert 'filtered_private_address=1' in res.stdout
+    assert '1 filtered_private_address: ' in res.stderr and \
+        '--set security.allow_private_networks=true' in res.stderr
 
 
 def test_ctrl_c_prints_one_line_and_leaves_no_temporary_folders(tmp_path):

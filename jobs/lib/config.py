@@ -9,6 +9,7 @@ is not in the defaults, or a value whose type differs from the default's, is a
 The driver resolves the configuration once and writes it as JSON next to the crawl; the
 jobs read only that file (``load_resolved``), never ``conf/``.
 """
+import copy
 import json
 import math
 import os
@@ -96,9 +97,11 @@ def parse_override(text):
     return section, key, value
 
 
-def load(site_path=None, overrides=(), defaults_path=DEFAULTS_PATH):
-    """Return the resolved configuration as ``{section: {key: value}}``."""
-    conf = _read_toml(defaults_path)
+def load(site_path=None, overrides=(), defaults_path=DEFAULTS_PATH, base=None):
+    """Return the resolved configuration as ``{section: {key: value}}``: *base* (a
+    resolved configuration, e.g. a crawl's last one: :func:`carried`) or the defaults,
+    then the site file, then the overrides."""
+    conf = copy.deepcopy(base) if base is not None else _read_toml(defaults_path)
     sources = {}          # 'section.key' -> the file (or --set) that set it last
     if site_path:
         for section, table in _read_toml(site_path).items():
@@ -231,6 +234,41 @@ def _validate_parse_settings(conf):
             except re.error as e:
                 raise ConfigError('filter.%s: bad regular expression %r: %s' % (
                     key, pattern, e))
+
+
+def carried(saved, defaults_path=DEFAULTS_PATH, per_run=()):
+    """A crawl's saved settings (*saved*: the resolved configuration of its last cycle)
+    over today's defaults: (configuration, notes). A key the defaults do not know any
+    more is left out, and a new key takes its default, each with a note; a saved value
+    of the wrong type is a ConfigError naming the key. The keys of *per_run* ('section.key')
+    take their default: they hold for the run that set them only. Keys outside the
+    defaults' sections (``sites``) are not copied."""
+    conf = _read_toml(defaults_path)
+    notes = []
+    for section, table in saved.items():
+        if section not in conf:
+            if isinstance(table, dict):
+                notes.append('[%s] is no longer a setting: left out' % section)
+            continue
+        for key, value in table.items():
+            name = '%s.%s' % (section, key)
+            if key not in conf[section]:
+                notes.append('%s is no longer a setting: left out' % name)
+            elif name not in per_run:
+                conf[section][key] = _coerce(conf[section][key], value, name,
+                                             'the saved settings')
+    for section, table in conf.items():
+        for key in table:
+            if key not in (saved.get(section) or {}):
+                notes.append('%s.%s is new: its default %s' % (
+                    section, key, json.dumps(table[key])))
+    return conf, notes
+
+
+def flat(conf):
+    """``{'section.key': value}`` of a configuration's settings (``sites`` aside)."""
+    return {'%s.%s' % (section, key): value for section, table in conf.items()
+            if section != 'sites' and isinstance(table, dict) for key, value in table.items()}
 
 
 def load_resolved(path):
