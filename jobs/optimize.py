@@ -223,12 +223,8 @@ class MROptimize(CrawlJob):
                 inlinks += data[1]
                 topic_inlinks += data[2]
                 cash += data[3]
-        if line is not None and fetches and all(f.get('kept') for f in fetches):
-            # A page of an earlier cycle that a setting refuses now, kept (recrawl.prune
-            # off: jobs.lib.merging.mark_kept): its record stays what it was, so that it is
-            # fetched again once the setting allows it.
-            self.count(C.REFUSED_KEPT, len(fetches))
-            fetches = []
+        if line is not None and fetches:
+            fetches = self.unless_kept(fetches)
         if line is not None:
             if not (fetches or inlinks or resource) and self.stands(line):
                 yield None, line
@@ -276,6 +272,15 @@ class MROptimize(CrawlJob):
             db['topic_inlinks'] = db.get('topic_inlinks', 0) + topic_inlinks
         self.count_record(db['status'], db)
         yield None, db
+
+    def unless_kept(self, fetches):
+        """*fetches* of a known URL, but none when all are a setting's no to a page of an
+        earlier cycle, kept (recrawl.prune off: jobs.lib.merging.mark_kept): its record
+        then stays what it was, so that it is fetched again once the setting allows it."""
+        if all(f.get('kept') for f in fetches):
+            self.count(C.REFUSED_KEPT, len(fetches))
+            return []
+        return fetches
 
     def stands(self, line, known=None):
         """Does a db *line* that nothing of the layer joins stand byte for byte? When

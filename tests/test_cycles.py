@@ -467,23 +467,30 @@ def test_seeds_a_layer_had_before_are_not_joined_with_the_database_again(site, t
     assert len(injected) == 2
 
 
-def test_a_page_the_changed_filters_exclude_is_deleted_without_a_request(site, tmp_path):
+def test_a_page_the_changed_filters_exclude_is_kept_then_pruned_without_a_request(
+        site, tmp_path):
+    """A page the changed filters exclude is not asked again; it stays (a setting is
+    no evidence that it is gone) until a cycle prunes: then its delta deletes it."""
     site.overrides.update(CYCLE1)
     out, _ = crawl_site(site, tmp_path, test_conf('politeness.delay=0.02'), depth=1)
     base = site.url('')
     assert base + '/t/same.html' in read_xml(os.path.join(out, 'xml'))
-    conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0',
-                     'filter.exclude=["/t/same"]')
+    settings = ('politeness.delay=0.02', 'recrawl.interval=0', 'filter.exclude=["/t/same"]')
     mark = len(site.requests)
-    crawl_site(site, tmp_path, conf, depth=1)
+    crawl_site(site, tmp_path, test_conf(*settings), depth=1)
     asked = {r['path'] for r in site.requests[mark:]}
     assert '/t/same.html' not in asked and '/t/edit.html' in asked
-    assert base + '/t/same.html' not in current_xml(out)
-    delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))
-    doc = etree.fromstring(delta[base + '/t/same.html'].encode('utf-8'))
-    assert doc.tag == 'deletion' and doc.get('reason') == 'filtered'
+    assert base + '/t/same.html' in current_xml(out)
+    assert base + '/t/same.html' not in read_xml(os.path.join(out, 'delta', '002', 'xml'))
     counters = json.load(open(os.path.join(out, 'steps', 'generate-002.json')))['counters']
     assert counters['generate']['now_excluded_total'] == 1
+    mark = len(site.requests)
+    crawl_site(site, tmp_path, test_conf(*settings, 'recrawl.prune=true'), depth=1)
+    assert '/t/same.html' not in {r['path'] for r in site.requests[mark:]}
+    assert base + '/t/same.html' not in current_xml(out)
+    delta = read_xml(os.path.join(out, 'delta', '003', 'xml'))
+    doc = etree.fromstring(delta[base + '/t/same.html'].encode('utf-8'))
+    assert doc.tag == 'deletion' and doc.get('reason') == 'filtered'
 
 
 SITE = '''[site]
