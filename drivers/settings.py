@@ -19,8 +19,9 @@ CLI, and recorded in the cycle's record and report.json.
 
 A folder is a crawl when it holds :data:`MARKER` (written at a crawl's start) or, for
 folders made before the marker, conf.json beside cycles/ or in/. ``crawl`` refuses a
-non-empty folder that is not a crawl (:func:`check_folder`), so that mrcrawl never
-writes into, or deletes from, a folder of the user's.
+non-empty folder that is not a crawl (:func:`check_folder`; a STOP file or a lock in a
+new folder aside), so that mrcrawl never writes into, or deletes from, a folder of the
+user's.
 """
 import json
 from typing import NamedTuple
@@ -35,6 +36,9 @@ PER_RUN = ('recrawl.prune',)
 MARKER = '.mrcrawl'
 #: The resolved settings of the folder's last run.
 SAVED = 'conf.json'
+#: Files a user or another run may put into a new crawl folder before its first run:
+#: the STOP file (drivers/crawl.py) and a run's lock (drivers/cycles.py).
+CONTROL_FILES = frozenset(('STOP', 'lock.json'))
 
 
 class FolderRefused(Exception):
@@ -78,6 +82,7 @@ def check_folder(out, existing=False):
         names = fs.listdir(out) if fs.exists(out) else []
     except OSError:
         names = []
+    names = [n for n in names if n not in CONTROL_FILES]
     if names:
         raise FolderRefused(
             '%s is not empty and is not a crawl folder (%s, ...): nothing was written; '
@@ -132,8 +137,9 @@ def diff(old, new):
     a, b = config.flat(old), config.flat(new)
     changes = [Change(k, a.get(k), b.get(k)) for k in sorted(a.keys() & b.keys())
                if a[k] != b[k] and k not in PER_RUN]
-    changes += [Change(k, None, b[k]) for k in sorted(b.keys() - a.keys())
-                if b[k] != _default(k)]
+    new_keys = sorted(b.keys() - a.keys())
+    defaults = config.flat(config.load()) if new_keys else {}
+    changes += [Change(k, None, b[k]) for k in new_keys if b[k] != defaults[k]]
     old_sites = {s['name']: s for s in old.get('sites') or ()}
     new_sites = {s['name']: s for s in new.get('sites') or ()}
     for name in sorted(old_sites.keys() | new_sites.keys()):
@@ -141,11 +147,6 @@ def diff(old, new):
         if o is None or n is None or _site_diff(o, n):
             changes.append(Change('sites.' + name, o, n))
     return changes
-
-
-def _default(key):
-    section, _, name = key.partition('.')
-    return config.load()[section][name]
 
 
 def _site_diff(old, new):
