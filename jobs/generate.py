@@ -228,15 +228,20 @@ class MRGenerate(CrawlJob):
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
     def now_excluded(self, db):
-        """Cycle mode: the reason the link filters of this run reject a known URL (the
-        settings changed since it was found), or None. Seeds and a page's resources
-        never went through the link filters, so they are not held to them now."""
+        """Cycle mode: the reason the link filters or its site's link rules of this run
+        reject a known URL (the settings changed since it was found), or None. Seeds
+        and a page's resources never went through them, so they are not held to them."""
         if db['depth'] == 0 or db.get('resource_of') is not None:
             return None
         if not hasattr(self, '_link_filter'):
             from jobs.lib.filters import LinkFilter
+            from jobs.lib.sites import SiteIndex
             self._link_filter = LinkFilter.for_conf(self.conf)
+            self._sites = SiteIndex(self.conf.get('sites'))
         reason = self._link_filter.reason(db['url'])
+        if reason is None:
+            site = self._sites.match(db['url'])
+            reason = 'site_rule' if site and not site.link_allowed(db['url']) else None
         return 'filter_' + reason if reason else None
 
     #: Known statuses a cycle fetches again once their interval passed (a transient

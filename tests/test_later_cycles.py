@@ -200,3 +200,32 @@ def test_a_crawl_that_fetches_nothing_says_why_and_fails(site, tmp_path, capsys)
     assert '1 filtered_private_address: ' in err
     assert 'security.allow_private_networks=true' in err
     assert site.requests == []
+
+
+def test_a_new_site_rule_keeps_the_pages_it_refuses_unless_pruned(site, tmp_path, capsys):
+    """A deny rule added to a site file later: printed as the site's change; the page
+    it refuses is not requested again, stays in the index, and goes only with --prune."""
+    sites = tmp_path / 'sites'
+    sites.mkdir()
+    rule = '[site]\nhosts = ["127.0.0.1"]\nentry = ["%s"]\n' % site.url('/')
+    (sites / 'fixture.toml').write_text(rule)
+    out = str(tmp_path / 'crawl')
+    assert main(['crawl', '--sites', str(sites), '--depth', '1', '--out', out,
+                 '-r', 'inline', '-q'] + PRIVATE + FAST) == 0
+    assert '/a.html' in _pages_requested(site)
+    (sites / 'fixture.toml').write_text(rule + '[links]\ndeny = ["/a\\\\.html"]\n')
+    since = site.requests[-1]['t']
+    capsys.readouterr()
+    assert main(['crawl', '--sites', str(sites), '--depth', '1', '--out', out,
+                 '-r', 'inline', '-q', '--set', 'recrawl.interval=0']) == 0
+    assert 'setting changed since the last run: site fixture changed (deny)' in \
+        capsys.readouterr().out
+    assert _pages_requested(site, since) and '/a.html' not in _pages_requested(site, since)
+    assert 'deletion' not in _delta(out, '002')
+    fetch = json.load(open(os.path.join(out, 'steps', 'fetch-%03d.json' % _report(
+        out)['layers'][-1]['layer'])))['counters']['fetch']
+    assert fetch['refused_kept_filter_site_rule_total'] == 1
+    assert main(['recrawl', '--out', out, '-r', 'inline', '-q', '--prune',
+                 '--set', 'recrawl.interval=0']) == 0
+    deleted = {d['url']: d['reason'] for d in _delta(out, '003').get('deletion', [])}
+    assert deleted.get(site.url('/a.html')) == 'filtered'
