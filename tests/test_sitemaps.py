@@ -60,20 +60,30 @@ def test_robots_sitemap_lines():
     assert sitemaps.robots_sitemaps(text) == ['http://h.com/s1.xml', '/s2.xml']
 
 
-KEEP = 'fetch.keep_types=%s' % json.dumps(list(sitemaps.SITEMAP_TYPES))
-
-
-def test_enabling_sitemaps_needs_the_fetch_to_keep_their_bodies():
-    if 'keep_types' not in config.load()['fetch']:
-        pytest.skip('fetch.keep_types is not in this tree yet')
-    with pytest.raises(config.ConfigError, match='fetch.keep_types'):
-        config.load(overrides=['sitemaps.enabled=true'])
-    assert config.load(overrides=['sitemaps.enabled=true', KEEP])['sitemaps']['enabled']
+def test_enabling_sitemaps_alone_keeps_their_bodies():
+    from jobs.lib.fetcher import HostFetcher as Fetcher
+    from jobs.lib.filters import LinkFilter
+    off, on = config.load(), config.load(overrides=['sitemaps.enabled=true'])
+    assert on['fetch']['keep_types'] == off['fetch']['keep_types'] == []
+    assert set(sitemaps.SITEMAP_TYPES) <= set(Fetcher(on).keep_types)
+    # Off: none of them but text/plain, which a content parser reads (parse.parsers).
+    assert set(sitemaps.SITEMAP_TYPES) & set(Fetcher(off).keep_types) <= {'text/plain'}
+    # A type listed in fetch.keep_types too is kept once.
+    both = config.load(overrides=['sitemaps.enabled=true',
+                                  'fetch.keep_types=["text/xml", "application/pdf"]'])
+    assert sorted(sitemaps.kept_types(both)) == sorted(
+        set(sitemaps.SITEMAP_TYPES) | {'application/pdf'})
+    # Their links pass the extension filter as a kept type's do.
+    deny = 'filter.deny_extensions=["xml", "txt"]'
+    assert LinkFilter.for_conf(config.load(overrides=[deny])).reason(
+        'http://h.com/sitemap.xml') == 'extension'
+    assert LinkFilter.for_conf(config.load(overrides=[deny, 'sitemaps.enabled=true'])).reason(
+        'http://h.com/sitemap.xml') is None
 
 
 def _conf_file(tmp_path, *sets):
     conf = test_conf(*sets)
-    conf['sitemaps']['enabled'] = True     # keep_types is the fetch job's concern here
+    conf['sitemaps']['enabled'] = True
     path = tmp_path / 'conf.json'
     path.write_text(json.dumps(conf))
     return str(path)
@@ -139,7 +149,7 @@ def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
     # pages (4): sitemap links add no depth, so the pages are depth 1, but each file is
     # one more layer.
     out, _ = crawl_site(site, tmp_path,
-                        test_conf('sitemaps.enabled=true', KEEP, 'politeness.delay=0.05'),
+                        test_conf('sitemaps.enabled=true', 'politeness.delay=0.05'),
                         depth=4, start='/~user/')
 
     base = site.url('')

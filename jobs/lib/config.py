@@ -220,13 +220,6 @@ def _validate_parse_settings(conf):
         raise ConfigError(str(e))
     if conf['topic']['off_topic_depth_penalty'] < 0:
         raise ConfigError('topic.off_topic_depth_penalty must be >= 0')
-    if conf['sitemaps']['enabled']:
-        from jobs.lib import sitemaps
-        kept = conf['fetch']['keep_types']
-        missing = [t for t in sitemaps.SITEMAP_TYPES if t not in kept]
-        if missing:
-            raise ConfigError('sitemaps.enabled needs fetch.keep_types to include %s' % (
-                ', '.join(missing)))
     for key in ('include', 'exclude'):
         for pattern in conf['filter'][key]:
             try:

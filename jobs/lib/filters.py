@@ -101,10 +101,12 @@ class LinkFilter:
     @classmethod
     def for_conf(cls, conf):
         """The link filter of a resolved configuration: also lets through the types and
-        extensions of its content parsers (parse.parsers, jobs.lib.content)."""
+        extensions of its content parsers (parse.parsers, jobs.lib.content) and the
+        sitemap types when sitemaps are on (jobs.lib.sitemaps.kept_types)."""
         from jobs.lib import content
         parsers = content.Registry.for_conf(conf)
-        return cls(conf['filter'], tuple(conf['fetch']['keep_types']) + parsers.types(),
+        from jobs.lib import sitemaps
+        return cls(conf['filter'], sitemaps.kept_types(conf) + parsers.types(),
                    parsers.extensions())
 
     def __init__(self, conf, keep_types=(), keep_extensions=()):

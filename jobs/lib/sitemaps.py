@@ -1,7 +1,8 @@
 """Sitemaps (sitemaps.org 0.9: urlset, sitemapindex, gzip, plain text) and robots.txt
 ``Sitemap:`` lines as URL sources for the parse job.
 
-The fetch job keeps the raw bytes of the types listed in ``fetch.keep_types`` as
+The fetch job keeps the raw bytes of the types listed in ``fetch.keep_types``, and of
+:data:`SITEMAP_TYPES` when ``sitemaps.enabled`` is on (:func:`kept_types`), as
 ``raw_body`` (base64); :func:`raw_bytes` gets them back. XML is parsed by lxml with
 entity resolution and network access off (no XXE, no billion laughs), gzip is inflated
 with a cap (``sitemaps.max_uncompressed_bytes``: no zip bomb).
@@ -14,6 +15,16 @@ SITEMAP_TYPES = ('application/xml', 'text/xml', 'application/gzip', 'application
                  'text/plain')
 _SITEMAP_LINE_RE = re.compile(r'^\s*sitemap\s*:\s*(\S+)', re.I | re.M)
 _GZIP_MAGIC = b'\x1f\x8b'
+
+
+def kept_types(conf):
+    """The MIME types whose bodies the fetch keeps (raw_body) and whose links pass the
+    extension filter: ``fetch.keep_types``, plus the sitemap types when
+    ``sitemaps.enabled`` is on (so that one setting switches sitemaps on)."""
+    kept = tuple(t.lower() for t in conf['fetch']['keep_types'])
+    if conf['sitemaps']['enabled']:
+        kept += tuple(t for t in SITEMAP_TYPES if t not in kept)
+    return kept
 
 
 class SitemapError(ValueError):
