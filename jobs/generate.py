@@ -47,7 +47,9 @@ the next cycle (counter ``pages_for_next_cycle_total``).
 Cycle mode (``--recrawl-at TIME``: the first layer of a crawl's second and later
 cycles, drivers/crawl.py): besides the unfetched URLs, select the known ones whose last
 fetch + ``fetch_interval`` is not after TIME (all of them when ``recrawl.interval`` is
-0), with what a conditional request needs (``etag``, ``last_modified``) and what the
+0), and a fetched page whose ``sitemap_lastmod`` (a sitemap says it changed then) is
+after its last fetch and not after TIME, its interval passed or not (counter
+``due_sitemap_lastmod_total``), with what a conditional request needs (``etag``, ``last_modified``) and what the
 page was (``prev``: digest, fields checksum) so that changes can be told apart. A URL
 whose last fetch failed transiently is tried again whenever a cycle starts. A known URL
 that the link filters of this run reject (the settings changed) is not fetched: a page
@@ -266,8 +268,10 @@ class MRGenerate(CrawlJob):
                 self._due_at = parse_time(self.options.recrawl_at)
             age = (self._due_at - parse_time(db['last_fetch'])).total_seconds()
             if age < interval:
-                self.count(C.RECRAWL_NOT_DUE)
-                return
+                if not self.changed_since(db):
+                    self.count(C.RECRAWL_NOT_DUE)
+                    return
+                self.count(C.DUE_SITEMAP_LASTMOD)
         self.count(C.RECRAWL_DUE)
         extra = {'prev': _prev(db)}
         if db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED):
@@ -280,6 +284,16 @@ class MRGenerate(CrawlJob):
         yield (self.shuffle_key(db['url'], site) if resource is None else RESOURCE_KEY), [
             db['depth'], db['url'], db.get('inlinks') or 0,
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
+
+    def changed_since(self, db):
+        """Does a sitemap say the fetched page *db* changed after its last fetch? Its
+        ``sitemap_lastmod`` after ``last_fetch`` and not after the cycle's time (a
+        lastmod in the future would make it due in every cycle until then)."""
+        lastmod = db.get('sitemap_lastmod')
+        if not lastmod or db['status'] not in (R.DB_FETCHED, R.DB_REDIRECTED):
+            return False
+        when = parse_time(lastmod)
+        return parse_time(db['last_fetch']) < when <= self._due_at
 
     def reducer_cap_host(self, host, values):
         """(host, candidates) -> its best candidates under filter.max_urls_per_host.

@@ -5,6 +5,8 @@ parsed pages (``page`` records, out/NNN); writes the new crawl database (crawldb
 one ``db`` record per known URL. It is an exact reduce-side join on the URL: a link to
 a URL with no db record is new (status unfetched, depth = linking page's depth + 1);
 a link to a known URL only adds to its in-link count. No set of URLs is held in memory.
+A link from a sitemap may carry its entry's lastmod: the record keeps the newest one
+seen as ``sitemap_lastmod`` (MRGenerate's cycle mode uses it).
 
 Secondary resources a page names (its ``resources``, from site rules) join the same way:
 a new one becomes an unfetched record at the page's own depth (a resource is not a link
@@ -183,11 +185,15 @@ class MROptimize(CrawlJob):
         # OPIC: a fetched page hands its cash to its out-links in equal shares.
         share = fetch['spent_cash'] / len(links) if links else 0.0
         for link in links:
-            yield link['url'], [_LINK, [depth, 1, on_topic, share]]
+            data = [depth, 1, on_topic, share]
+            if link.get('lastmod'):       # a sitemap's entry: when the page last changed
+                data.append(link['lastmod'])
+            yield link['url'], [_LINK, data]
 
     def combiner_links(self, url, values):
-        """Fold link mentions of one URL into one (min depth, count, on-topic count, cash)."""
-        depth, n, t, cash = None, 0, 0, 0.0
+        """Fold link mentions of one URL into one (min depth, count, on-topic count, cash,
+        newest sitemap lastmod if any)."""
+        depth, n, t, cash, lastmod = None, 0, 0, 0.0, None
         for value in values:
             if isinstance(value, bytes):      # a db record's line
                 yield url, value
@@ -198,15 +204,16 @@ class MROptimize(CrawlJob):
                 n += data[1]
                 t += data[2]
                 cash += data[3]
+                lastmod = _newer(lastmod, data)
             else:
                 yield url, [tag, data]
         if n:
-            yield url, [_LINK, [depth, n, t, cash]]
+            yield url, [_LINK, [depth, n, t, cash] + ([lastmod] if lastmod else [])]
 
     def reducer_join(self, url, values):
         """(url, tagged values) -> the URL's db record, new or updated."""
         db, fetches, link_depth, inlinks, topic_inlinks, cash = None, [], None, 0, 0, 0.0
-        resource = line = None
+        resource = line = lastmod = None
         for value in values:
             if isinstance(value, bytes):
                 line = value
@@ -223,6 +230,7 @@ class MROptimize(CrawlJob):
                 inlinks += data[1]
                 topic_inlinks += data[2]
                 cash += data[3]
+                lastmod = _newer(lastmod, data)
         if line is not None and fetches:
             fetches = self.unless_kept(fetches)
         if line is not None:
@@ -270,6 +278,10 @@ class MROptimize(CrawlJob):
         db['score'] = db.get('score', 0.0) + cash
         if topic_inlinks:
             db['topic_inlinks'] = db.get('topic_inlinks', 0) + topic_inlinks
+        if lastmod and lastmod > (db.get('sitemap_lastmod') or ''):
+            # The newest lastmod a sitemap gave it (UTC ISO strings sort as times):
+            # MRGenerate makes a fetched page due when it is after its last fetch.
+            db['sitemap_lastmod'] = lastmod
         self.count_record(db['status'], db)
         yield None, db
 
@@ -355,6 +367,13 @@ class MROptimize(CrawlJob):
         if old is not None and new is not None:
             fetch['fields_changed'] = old != new
             self.count(C.FIELDS_CHANGED if old != new else C.FIELDS_UNCHANGED)
+
+
+def _newer(lastmod, data):
+    """The newer of *lastmod* and a link value's sitemap lastmod (its 5th item)."""
+    if len(data) > 4 and data[4] and (lastmod is None or data[4] > lastmod):
+        return data[4]
+    return lastmod
 
 
 if __name__ == '__main__':

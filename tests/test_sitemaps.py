@@ -16,7 +16,7 @@ URLSET = b'''<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
   <url><loc>http://h.com/a</loc><lastmod>2026-11-01</lastmod><priority>0.8</priority></url>
   <url><loc> http://h.com/b?utm_source=x </loc></url>
-  <url><loc>/relative</loc></url>
+  <url><loc>/relative</loc><lastmod>last week</lastmod></url>
   <url><loc>ftp://h.com/file</loc></url>
   <url><priority>1</priority></url>
 </urlset>'''
@@ -43,6 +43,22 @@ def test_parse_urlset_index_gzip_and_text():
     assert kind == 'text' and [e['loc'] for e in entries] == ['http://h.com/1',
                                                               'https://h.com/2']
     assert len(sitemaps.parse(URLSET, max_urls=2)[1]) == 2
+
+
+def test_lastmod_w3c_datetimes_become_utc_seconds():
+    lastmod = sitemaps.lastmod
+    assert lastmod('2026-11-01') == '2026-11-01T00:00:00Z'
+    assert lastmod(' 2026-11 ') == '2026-11-01T00:00:00Z' and lastmod('2026') == \
+        '2026-01-01T00:00:00Z'
+    assert lastmod('2026-11-01T10:20+02:00') == '2026-11-01T08:20:00Z'
+    assert lastmod('2026-12-31T23:30:15.25-01:00') == '2027-01-01T00:30:15Z'
+    assert lastmod('2026-11-01T10:20:30Z') == '2026-11-01T10:20:30Z'
+    assert lastmod('2026-11-01T10:20:30') == '2026-11-01T10:20:30Z'   # no zone: UTC
+    assert lastmod('0999-03-04') == '0999-03-04T00:00:00Z'           # sorts as a time
+    for bad in ('last week', '2026-13-01', '2026-02-30', '2026-11-01T25:00Z',
+                '2026-11-01T10:20+24:00', '2026-11-01 10:20', '26-11-01', '2026-1-1',
+                '0001-01-01T00:00+01:00', '', None):
+        assert lastmod(bad) is None, bad
 
 
 def test_no_external_entities_and_no_zip_bomb():
@@ -118,9 +134,10 @@ def test_parse_job_reads_url_sources(tmp_path):
                                                  'http://h.com/sitemap-2.xml']
     urlset = by_url['http://h.com/sitemap-1.xml.gz']
     assert urlset['links'] == [
-        {'url': 'http://h.com/a', 'text': '', 'rel': 'urlset', 'lastmod': '2026-11-01'},
+        {'url': 'http://h.com/a', 'text': '', 'rel': 'urlset',
+         'lastmod': '2026-11-01T00:00:00Z'},
         {'url': 'http://h.com/b', 'text': '', 'rel': 'urlset'},      # utm_ stripped
-        {'url': 'http://h.com/relative', 'text': '', 'rel': 'urlset'}]
+        {'url': 'http://h.com/relative', 'text': '', 'rel': 'urlset'}]   # "last week"
     assert [l['url'] for l in by_url['http://h.com/urls.txt']['links']] == [
         'http://h.com/t1', 'http://h.com/t2']
     readme = by_url['http://h.com/readme']
@@ -132,7 +149,7 @@ def test_parse_job_reads_url_sources(tmp_path):
     assert c['sitemap_robots_total'] == 1 and c['sitemap_sitemapindex_total'] == 1
     assert c['sitemap_urlset_total'] == 1 and c['sitemap_text_total'] == 1
     assert c['text_pages_total'] == 1 and c['sitemap_error_total'] == 1
-    assert c['robots_txt_linked_total'] == 1
+    assert c['robots_txt_linked_total'] == 1 and c['sitemap_lastmod_bad_total'] == 1
     assert c['link_rejected_scheme_total'] == 1          # the ftp: loc
     assert c['links_found_total'] == c['links_kept_total'] + sum(
         v for k, v in c.items() if k.startswith('link_rejected_'))
@@ -166,7 +183,8 @@ def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
                        '/sitemaps/pages.xml': 'urlset', '/sitemaps/more.xml.gz': 'urlset',
                        '/sitemaps/evil.xml': 'urlset'}
     assert [l for l in pages['/sitemaps/pages.xml']['links'] if l.get('lastmod')] == [
-        {'url': base + HIDDEN[0], 'text': '', 'rel': 'urlset', 'lastmod': '2026-11-01'}]
+        {'url': base + HIDDEN[0], 'text': '', 'rel': 'urlset',
+         'lastmod': '2026-11-01T00:00:00Z'}]
 
     # The hostile sitemap: no entity expanded or fetched, nothing read from disk.
     assert '/xxe-probe' not in paths
@@ -189,3 +207,72 @@ def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
     assert counters['sitemap_urls_total'] == 1 + 3 + 2 + 1 + 1   # robots, index, 3 urlsets
     assert counters['sitemap_robots_total'] == 1 and counters['sitemap_sitemapindex_total'] == 1
     assert counters['sitemap_urlset_total'] == 3 and counters['robots_txt_linked_total'] == 1
+
+
+# -- a sitemap's lastmod after a page's last fetch makes it due in the next cycle -------
+
+def test_next_cycle_fetches_the_page_a_sitemap_dates_after_its_fetch(site, tmp_path):
+    from datetime import datetime, timedelta, timezone
+
+    from drivers.crawl import Crawl
+    from drivers.fixture_site import ROBOTS, _page
+    from tests.conftest import at, read_records
+
+    # A lastmod an hour from now, written in another zone: after cycle 1's fetch of the
+    # page, before cycle 2's time (two hours from now).
+    soon = datetime.now(timezone(timedelta(hours=2))) + timedelta(hours=1)
+    entries = {'/lm/changed.html': soon.strftime('%Y-%m-%dT%H:%M:%S+02:00'),
+               '/lm/old.html': '2020-01-01', '/lm/undated.html': None,
+               '/lm/bad.html': 'soon'}
+    urlset = ''.join('<url><loc>%s</loc>%s</url>' % (
+        site.url(p), '<lastmod>%s</lastmod>' % m if m else '') for p, m in entries.items())
+    site.overrides['/lm/sitemap.xml'] = ('typed', 'application/xml', (
+        '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">%s</urlset>'
+        % urlset).encode())
+    for p in entries:
+        site.overrides[p] = _page('Listed ' + p, '<p>In the sitemap.</p>')
+    site.robots = ROBOTS + b'Sitemap: ' + site.url('/lm/sitemap.xml').encode() + b'\n'
+
+    # sitemaps.enabled alone (no fetch.keep_types); a month between re-fetches.
+    conf = test_conf('sitemaps.enabled=true', 'politeness.delay=0.05',
+                     'recrawl.interval=2592000')
+    # Cycle 1: the seed (no links) -> robots.txt -> the sitemap -> its pages.
+    out, _ = crawl_site(site, tmp_path, conf, depth=3, start='/~user/')
+    assert sorted(r['path'] for r in site.requests if r['path'].startswith('/lm/')) == \
+        sorted(['/lm/sitemap.xml'] + list(entries))
+
+    def newest_db():
+        names = sorted(n for n in os.listdir(os.path.join(out, 'crawldb')) if n.isdigit())
+        return {r['url']: r for r in read_records(os.path.join(out, 'crawldb', names[-1]))}
+
+    db = newest_db()
+    changed = db[site.url('/lm/changed.html')]
+    assert changed['sitemap_lastmod'] == soon.astimezone(timezone.utc).strftime(
+        '%Y-%m-%dT%H:%M:%SZ')
+    assert changed['last_fetch'] < changed['sitemap_lastmod']
+    assert db[site.url('/lm/old.html')]['sitemap_lastmod'] == '2020-01-01T00:00:00Z'
+    assert 'sitemap_lastmod' not in db[site.url('/lm/undated.html')]
+    assert 'sitemap_lastmod' not in db[site.url('/lm/bad.html')]       # counted, ignored
+    fetched = [r['url'] for r in db.values() if r['status'] == 'fetched']
+    assert set(map(site.url, entries)) <= set(fetched)
+
+    # Cycle 2, two hours on: no interval has passed; only the page the sitemap dates
+    # after its fetch is asked for (robots.txt is read afresh in every cycle).
+    mark = len(site.requests)
+    Crawl(out, conf, runner='inline', depth=None, progress=lambda m: None).run(
+        None, at(2 / 24))
+    asked = [r['path'] for r in site.requests[mark:] if r['path'] != '/robots.txt']
+    assert asked == ['/lm/changed.html']
+    db2 = newest_db()
+    assert db2[site.url('/lm/changed.html')]['last_fetch'] >= changed['last_fetch']
+    assert db2[site.url('/lm/old.html')]['last_fetch'] == \
+        db[site.url('/lm/old.html')]['last_fetch']
+
+    counters = collections.Counter()
+    for name in os.listdir(os.path.join(out, 'steps')):
+        if name.startswith(('generate-', 'fetch-')):
+            with open(os.path.join(out, 'steps', name)) as f:
+                for group in json.load(f)['counters'].values():
+                    counters.update(group)
+    assert counters['due_sitemap_lastmod_total'] == 1
+    assert counters['sitemap_lastmod_bad_total'] == 1

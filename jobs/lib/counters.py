@@ -107,6 +107,7 @@ PAGES_OFF_TOPIC = 'pages_off_topic_total'   #: relevance below topic.min_score
 ROBOTS_LINKED = 'robots_txt_linked_total'   #: seed pages that linked their robots.txt (sitemaps)
 SITEMAP_URLS = 'sitemap_urls_total'         #: URLs read from sitemaps and robots.txt Sitemap: lines
 SITEMAP_ERROR = 'sitemap_error_total'       #: a sitemap that could not be read (over a cap, bad XML)
+SITEMAP_LASTMOD_BAD = 'sitemap_lastmod_bad_total'  #: a sitemap <lastmod> that is no W3C datetime (ignored)
 TEXT_PAGES = 'text_pages_total'             #: text/plain bodies kept as page text
 OTHER_CONTENT = 'other_content_total'       #: kept bodies of a type no handler reads
 MAIN_TEXT_PAGES = 'main_text_total'         #: pages with a main text
@@ -144,6 +145,8 @@ BEYOND_DEPTH = 'beyond_depth_total'
 OVER_TOP_N = 'over_top_n_total'            #: candidates past generate.top_n: stay unfetched
 RECRAWL_DUE = 'recrawl_due_total'          #: fetched URLs whose interval has passed
 RECRAWL_NOT_DUE = 'recrawl_not_due_total'  #: fetched URLs not due yet
+#: fetched pages due before their interval passed: a sitemap lastmod after their last fetch
+DUE_SITEMAP_LASTMOD = 'due_sitemap_lastmod_total'
 INJECTED_NEW = 'injected_new_total'        #: a cycle's seeds the database did not know
 INJECTED_KNOWN = 'injected_known_total'    #: a cycle's seeds it knew already
 NOW_EXCLUDED = 'now_excluded_total'        #: known URLs the changed link filters reject

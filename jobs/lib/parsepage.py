@@ -237,8 +237,16 @@ class PageParser:
         found = [{'url': urls.resolve(base, e['loc']) or e['loc'], 'text': '', 'rel': kind}
                  for e in entries]
         page['links'] = self.keep_links(found, base, None)
-        lastmod = {urls.normalize(urls.resolve(base, e['loc'])): e['lastmod']
-                   for e in entries if e.get('lastmod')}
+        # A link carries its entry's lastmod as UTC (optimize keeps the newest in the
+        # crawl database: a page changed after its last fetch is due again).
+        lastmod = {}
+        for e in entries:
+            if e.get('lastmod'):
+                when = sitemaps.lastmod(e['lastmod'])
+                if when is None:
+                    self.count(C.SITEMAP_LASTMOD_BAD)
+                else:
+                    lastmod[urls.normalize(urls.resolve(base, e['loc']))] = when
         for link in page['links']:
             if link['url'] in lastmod:
                 link['lastmod'] = lastmod[link['url']]

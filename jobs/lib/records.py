@@ -71,7 +71,8 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     pages), parse_error (str), sitemap (str: ``urlset``,
     ``sitemapindex``, ``text`` or ``robots`` when the document was read as a source of
     URLs; such records are noindex and their links add no depth). A link may carry
-    lastmod (str, from a sitemap). The record of a resource (resource_of set) is its
+    lastmod (str: its sitemap entry's <lastmod> as a UTC time, jobs.lib.sitemaps.lastmod;
+    one that is no W3C datetime is left out, counter sitemap_lastmod_bad_total). The record of a resource (resource_of set) is its
     doc's metadata only, never parsed, noindex. Indexable HTML pages also carry description
     (str|null: meta description, else og:description), headings (list of {level: 1..6,
     text}), main_text (str|null: the main content, boilerplate removed, one line per
@@ -93,7 +94,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     or deferred tries since its last success), fetch_interval (float seconds until it
     is due again), changed (bool|null: the last re-fetch found it changed),
     last_changed (str), etag and last_modified (validators for conditional requests),
-    resource_of, resource_name, max_bytes (a secondary resource: see ``url``).
+    resource_of, resource_name, max_bytes (a secondary resource: see ``url``),
+    sitemap_lastmod (str: the newest lastmod a sitemap's link to it gave; a cycle
+    fetches the page again when it is after last_fetch: jobs/generate.py).
 
 ``pagerank`` (pagerank/NNN, MRPageRank): url, pagerank (float).
 

@@ -10,11 +10,18 @@ with a cap (``sitemaps.max_uncompressed_bytes``: no zip bomb).
 import base64
 import re
 import zlib
+from datetime import datetime, timedelta, timezone
 
 SITEMAP_TYPES = ('application/xml', 'text/xml', 'application/gzip', 'application/x-gzip',
                  'text/plain')
 _SITEMAP_LINE_RE = re.compile(r'^\s*sitemap\s*:\s*(\S+)', re.I | re.M)
 _GZIP_MAGIC = b'\x1f\x8b'
+# W3C datetime (https://www.w3.org/TR/NOTE-datetime), the sitemaps.org lastmod format:
+# YYYY, YYYY-MM, YYYY-MM-DD, or a date with hh:mm[:ss[.s]] and a zone (Z or +hh:mm);
+# a time without a zone, common in the wild, is read as UTC (as crawler-commons does).
+_W3C_RE = re.compile(
+    r'(\d{4})(?:-(\d\d)(?:-(\d\d)(?:T(\d\d):(\d\d)(?::(\d\d)(?:\.\d+)?)?'
+    r'(Z|[+-]\d\d:\d\d)?)?)?)?', re.A)
 
 
 def kept_types(conf):
@@ -54,6 +61,32 @@ def inflate(data, max_bytes):
     if len(out) > max_bytes:
         raise SitemapError('sitemap inflates to over %d bytes' % max_bytes)
     return out
+
+
+def lastmod(text):
+    """A sitemap ``<lastmod>`` (W3C datetime) as the crawl writes times, UTC to the
+    second (``2026-11-30T08:00:00Z``; fractions dropped, a date alone is its midnight
+    UTC), or None when it is not one."""
+    m = _W3C_RE.fullmatch((text or '').strip())
+    if m is None:
+        return None
+    year, month, day, hour, minute, second, zone = m.groups()
+    try:
+        t = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0),
+                     int(minute or 0), int(second or 0), tzinfo=timezone.utc)
+    except ValueError:          # month 13, February 30, hour 25...
+        return None
+    if zone and zone != 'Z':
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        if hours > 23 or minutes > 59:
+            return None
+        offset = timedelta(hours=hours, minutes=minutes)
+        try:
+            t = t - offset if zone[0] == '+' else t + offset
+        except OverflowError:
+            return None
+    return '%04d-%02d-%02dT%02d:%02d:%02dZ' % (t.year, t.month, t.day, t.hour, t.minute,
+                                                t.second)
 
 
 def robots_sitemaps(text):
