@@ -278,10 +278,8 @@ class MROptimize(CrawlJob):
         db['score'] = db.get('score', 0.0) + cash
         if topic_inlinks:
             db['topic_inlinks'] = db.get('topic_inlinks', 0) + topic_inlinks
-        if lastmod and lastmod > (db.get('sitemap_lastmod') or ''):
-            # The newest lastmod a sitemap gave it (UTC ISO strings sort as times):
-            # MRGenerate makes a fetched page due when it is after its last fetch.
-            db['sitemap_lastmod'] = lastmod
+        if lastmod and lastmod > db.get('sitemap_lastmod', ''):  # UTC: sorts as time
+            db['sitemap_lastmod'] = lastmod       # the newest a sitemap gave (module doc)
         self.count_record(db['status'], db)
         yield None, db
 

@@ -29,8 +29,8 @@ import hashlib
 import itertools
 import time
 
-from jobs.lib import content, counters as C, encoding, httpio, records as R, robots, sitemaps, \
-    urls
+from jobs.lib import content, counters as C, encoding, httpio, records as R, robots, urls
+from jobs.lib.sitemaps import kept_types
 from jobs.lib.httpio import NETWORK_ERRORS
 from jobs.lib.netpolicy import Resolver
 from jobs.lib.politeness import OutOfBudget, Slot, TimeLimit, politeness_key
@@ -92,9 +92,8 @@ class HostFetcher:
         self.retry_backoff = fet['retry_backoff']
         self.max_retry_after = fet['max_retry_after']
         self.max_failures = fet['max_consecutive_failures']
-        # fetch.keep_types (and the sitemap types when sitemaps.enabled), and what
-        # parse.parsers read
-        self.keep_types = sitemaps.kept_types(conf) + content.Registry.for_conf(conf).types()
+        # fetch.keep_types (+ sitemap types if sitemaps.enabled), what parse.parsers read
+        self.keep_types = kept_types(conf) + content.Registry.for_conf(conf).types()
         #: warc.enabled: doc records carry what the WARC writer needs (``http``, ``warc_body``)
         self.warc = conf['warc']['enabled']
         self.max_url_length = conf['filter']['max_url_length']
