@@ -3,10 +3,12 @@
 Reads the fetch step's output: ``doc`` records (doc/NNN), or ``page`` records that still
 carry ``body``/``raw_body`` (a fetch that parses in the same job). For each record
 jobs.lib.warcfile.plan archives, writes a request + response pair, or a request +
-revisit (a 304, or the same payload digest as the previous fetch in a re-crawl); see
+revisit (a 304, or the same payload digest as the previous fetch in a re-crawl), after
+the robots.txt and redirect responses (with their requests) its fetch received; see
 jobs/lib/warcfile.py for what is stored and how it differs from Heritrix's bytes from
 the wire. Failed fetches (network errors, robots, filtered, deferred, cross-key
-redirects) have no response to archive: no record, counted ``skipped_<status>_total``.
+redirects) have no response to archive: no record of their own (the robots.txt and
+redirect answers they carry still are), counted ``skipped_<status>_total``.
 
 **Files.** A WARC file cannot be a streaming job's output (stdout is lines), so each
 map task writes one file as a side effect, named after its input split::

@@ -3,6 +3,7 @@ what the fixture server serves, the Parquet index's offsets, revisits on re-craw
 one file per map split that a rerun replaces instead of duplicating."""
 import base64
 import glob
+import gzip
 import hashlib
 import http.client
 import io
@@ -104,7 +105,9 @@ def test_warc_files_hold_a_request_and_response_per_fetched_url(crawled):
                 requests[r['h']['WARC-Concurrent-To']] = r
     with open(files[0], 'rb') as f:
         assert f.read(2) == b'\x1f\x8b'                 # gzip
-    assert report['layers'][0]['warc']['records_response_total'] == 1
+    # Layer 0: the seed's response and its host's robots.txt response.
+    assert report['layers'][0]['warc']['records_response_total'] == 2
+    assert report['layers'][0]['warc']['robots_txt_archived_total'] == 1
     # The fetch archived its own responses: one file per reduce task, no job of its own.
     assert all(re.match(r'mrcrawl-L\d{3}-f\d{5}\.warc\.gz$', os.path.basename(f))
                for f in files)
@@ -114,7 +117,10 @@ def test_warc_files_hold_a_request_and_response_per_fetched_url(crawled):
     docs = docs_of(out)
     archived = [d for d in docs if d['status'] in (R.FETCH_FETCHED, R.FETCH_HTTP_ERROR)]
     skipped = [d for d in docs if d not in archived]
-    assert sorted(responses) == sorted(d['final_url'] for d in archived)
+    base = site.url('')
+    # Besides the final responses: robots.txt and the redirect (test below).
+    extra = {base + '/robots.txt', base + '/redirect'}
+    assert sorted(responses) == sorted([d['final_url'] for d in archived] + list(extra))
     assert skipped and all(d['final_url'] not in responses or d['status'] ==
                            R.FETCH_REDIRECTED for d in skipped)
     for doc in archived:
@@ -139,26 +145,158 @@ def test_warc_files_hold_a_request_and_response_per_fetched_url(crawled):
             assert 'WARC-Truncated' not in resp['h']
         else:       # 404 and image/png: the fetch does not read these bodies
             assert resp['payload'] == b'' and resp['h']['WARC-Truncated'] == 'unspecified'
-    base = site.url('')
     latin1 = responses[base + '/latin1.html']
     assert latin1['payload'].decode('latin-1').startswith('<html><head><title>Caf\xe9')
     assert latin1['http'].get_header('Content-Type') == 'text/html; charset=iso-8859-1'
     assert responses[base + '/missing']['status'] == '404'
-    # The redirect: its final response is archived under the target URL.
-    assert base + '/c.html' in responses and base + '/redirect' not in responses
+    # The redirect: its final response is archived under the target URL, the 301
+    # under its own.
+    assert base + '/c.html' in responses and responses[base + '/redirect']['status'] == '301'
 
     # Counters: records by type, skipped by status, bytes = the files' sizes.
     totals = {}
     for row in report['layers']:
         for k, v in row['warc'].items():
             totals[k] = totals.get(k, 0) + v
-    assert totals['records_response_total'] == len(archived)
-    assert totals['records_request_total'] == len(archived)
+    assert totals['records_response_total'] == len(archived) + len(extra)
+    assert totals['records_request_total'] == len(archived) + len(extra)
+    assert totals['robots_txt_archived_total'] == totals['redirects_archived_total'] == 1
     assert totals['records_warcinfo_total'] == totals['files_total'] == len(files)
     assert totals['bytes_total'] == sum(os.path.getsize(f) for f in files)
     assert totals['skipped_robots_denied_total'] == sum(
         d['status'] == R.FETCH_ROBOTS_DENIED for d in docs)
     assert 'headers_rebuilt_total' not in totals and 'payload_not_verbatim_total' not in totals
+
+
+def test_robots_txt_and_redirects_are_archived_with_their_requests(crawled):
+    """As Heritrix: robots.txt's response and each 3xx are response records with their
+    request records; every file still passes `warcio check`, and each page's WARC
+    position still opens its own final response."""
+    site, out, report = crawled
+    from drivers.fixture_site import ROBOTS
+    files = sorted(glob.glob(os.path.join(out, 'warc', '*.warc.gz')))
+    for name in files:
+        check = warcio_cli('check', '-v', name)
+        assert check.returncode == 0 and 'fail' not in check.stdout, check.stdout
+    records = [r for name in files for r in read_warc(name)]
+    by_uri = {}
+    for r in records:
+        if r['type'] in ('response', 'request'):
+            by_uri.setdefault((r['h']['WARC-Target-URI'], r['type']), []).append(r)
+    requests = {r['h']['WARC-Concurrent-To']: r for r in records if r['type'] == 'request'}
+
+    robots_url, redirect_url = site.url('/robots.txt'), site.url('/redirect')
+    [robots] = by_uri[(robots_url, 'response')]       # read once per crawl cycle
+    assert robots['status'] == '200' and robots['payload'] == ROBOTS
+    assert robots['http'].get_header('Content-Type') == 'text/plain'
+    assert robots['h']['WARC-Payload-Digest'] == sha1_b32(ROBOTS)
+    [redirect] = by_uri[(redirect_url, 'response')]
+    assert redirect['status'] == '301' and redirect['payload'] == b''
+    assert redirect['http'].get_header('Location') == '/c.html'
+    assert 'WARC-Truncated' not in redirect['h'] and 'WARC-Truncated' not in robots['h']
+    for resp, path in ((robots, '/robots.txt'), (redirect, '/redirect')):
+        req = requests[resp['h']['WARC-Record-ID']]       # paired, as a page's
+        assert req['h']['WARC-Target-URI'] == resp['h']['WARC-Target-URI']
+        assert req['h']['WARC-Date'] == resp['h']['WARC-Date']
+        assert req['http'].protocol == 'GET' and req['http'].statusline == path + ' HTTP/1.1'
+        assert req['http'].get_header('User-Agent').startswith('mrcrawl/')
+        assert req['http'].get_header('Host') == urlsplit(robots_url).netloc
+    # The server's log: one request each, as archived.
+    assert [r['path'] for r in site.requests].count('/robots.txt') == 1
+    assert [r['path'] for r in site.requests].count('/redirect') == 1
+    # No request record names a credential.
+    for r in records:
+        if r['type'] == 'request':
+            assert not {'authorization', 'cookie', 'proxy-authorization'} & {
+                k.lower() for k, _ in r['http'].headers}
+
+    # Each page's position (out/) opens its own final response, not a 3xx or robots.txt.
+    pages = [d for d in docs_of(out) if d.get('warc_record_offset') is not None]
+    assert any(d['url'] == redirect_url for d in pages)
+    for doc in pages:
+        with open(os.path.join(out, doc['warc_filename']), 'rb') as f:
+            f.seek(doc['warc_record_offset'])
+            [rec] = list(ArchiveIterator(io.BytesIO(f.read(doc['warc_record_length']))))
+        assert rec.rec_type == doc['warc_type'] == 'response'
+        assert rec.rec_headers.get_header('WARC-Target-URI') == doc['final_url']
+        assert rec.http_headers.get_statuscode() == str(doc['http_status'])
+    assert next(d for d in pages if d['url'] == redirect_url)['final_url'] == \
+        site.url('/c.html')
+
+
+def test_exchanges_are_written_before_the_doc_without_credentials(tmp_path):
+    """warcfile.Sink: a doc's robots.txt and redirect responses (body read, cut, or not
+    read) and their requests, credential headers left out, the doc's pointer at its own
+    response; a skipped doc still archives them."""
+    import requests as rq
+    from jobs.lib import httpio
+    sent = rq.Request('GET', 'http://h.test/r', headers={
+        'User-Agent': 'ua/1', 'Authorization': 'Basic c2VjcmV0', 'Cookie': 'sid=secret',
+        'Proxy-Authorization': 'secret'}).prepare()
+    resp = rq.Response()
+    resp.status_code, resp.reason, resp.request = 302, 'Found', sent
+    resp.headers.update({'Location': '/final', 'Content-Length': '5'})
+    exchange = httpio.http_exchange(resp)
+    assert [k for k, _ in exchange['request']['headers']] == ['User-Agent']
+
+    def with_secrets(ex):        # as an older doc might hold them
+        ex = json.loads(json.dumps(ex))
+        ex['request']['headers'] += [['Cookie', 'sid=secret'], ['Authorization', 'x']]
+        return ex
+    when = '2026-11-30T08:00:00Z'
+    robots = dict(exchange, reason='Not Found', headers=[['Content-Type', 'text/plain']],
+                  request=dict(exchange['request'], path='/robots.txt'))
+    doc = {'kind': 'doc', 'url': 'http://h.test/r', 'final_url': 'http://h.test/final',
+           'status': 'fetched', 'http_status': 200, 'content_type': 'text/html',
+           'fetch_time': when, 'body': '<p>x</p>', 'encoding': 'utf-8', 'length': 8,
+           'truncated': False, 'digest': sha1_b32(b'<p>x</p>'),
+           'http': with_secrets(dict(exchange, reason='OK', headers=[])),
+           'warc_exchanges': [
+               {'kind': 'robots', 'url': 'http://h.test/robots.txt', 'fetch_time': when,
+                'http_status': 404, 'http': with_secrets(robots), 'body': None,
+                'truncated': False},
+               {'kind': 'redirect', 'url': 'http://h.test/r', 'fetch_time': when,
+                'http_status': 302, 'http': with_secrets(exchange),
+                'body': base64.b64encode(b'moved').decode(), 'truncated': True}]}
+    denied = {'kind': 'doc', 'url': 'http://h.test/no', 'status': 'robots_denied',
+              'fetch_time': when, 'warc_exchanges': [dict(doc['warc_exchanges'][1],
+                                                         url='http://h.test/no')]}
+    counts = {}
+    sink = warcfile.Sink(str(tmp_path), 'x.warc.gz', 'x', {'software': 't'},
+                         lambda k, n: counts.__setitem__(k, counts.get(k, 0) + n))
+    pointer = sink.add(doc, 'ua/1')
+    assert sink.add(denied, 'ua/1') is None
+    sink.commit()
+    path = str(tmp_path / 'x.warc.gz')
+    check = warcio_cli('check', '-v', path)
+    assert check.returncode == 0 and 'fail' not in check.stdout, check.stdout
+    recs = read_warc(path)
+    # (a request's "status" is its path: warcio reads "GET PATH HTTP/1.1")
+    assert [(r['type'], r['h'].get('WARC-Target-URI'), r['status']) for r in recs] == [
+        ('warcinfo', None, None),
+        ('response', 'http://h.test/robots.txt', '404'),
+        ('request', 'http://h.test/robots.txt', '/robots.txt'),
+        ('response', 'http://h.test/r', '302'), ('request', 'http://h.test/r', '/r'),
+        ('response', 'http://h.test/final', '200'), ('request', 'http://h.test/final', '/r'),
+        ('response', 'http://h.test/no', '302'), ('request', 'http://h.test/no', '/r')]
+    assert recs[1]['h']['WARC-Truncated'] == 'unspecified' and recs[1]['payload'] == b''
+    assert recs[3]['h']['WARC-Truncated'] == 'length' and recs[3]['payload'] == b'moved'
+    assert recs[3]['http'].get_header('Location') == '/final'
+    ids = {r['h']['WARC-Record-ID'] for r in recs}
+    assert len(ids) == len(recs)
+    for resp_rec, req in zip(recs[1::2], recs[2::2]):
+        assert req['h']['WARC-Concurrent-To'] == resp_rec['h']['WARC-Record-ID']
+        names = {k.lower() for k, _ in req['http'].headers}
+        assert names == {'host', 'user-agent'}, names
+    with open(path, 'rb') as f:
+        raw = gzip.decompress(f.read())      # every member: all the records' bytes
+    assert b'secret' not in raw and b'c2VjcmV0' not in raw
+    assert warcfile.read_payload(str(tmp_path), dict(pointer, warc_filename='x.warc.gz')) \
+        == (b'<p>x</p>', None)
+    assert counts['robots_txt_archived_total'] == 1 and counts['redirects_archived_total'] == 2
+    assert counts['records_response_total'] == counts['records_request_total'] == 4
+    assert counts['truncated_unspecified_total'] == 1 and counts['truncated_length_total'] == 2
+    assert counts['skipped_robots_denied_total'] == 1 and counts['response_total'] == 1
 
 
 def test_parquet_index_points_at_each_urls_response_record(crawled):
@@ -436,6 +574,52 @@ def test_warc_from_doc_records_when_the_fetch_does_not_parse(tmp_path):
     responses = [r['h']['WARC-Target-URI'] for f in files for r in read_warc(f)
                  if r['type'] == 'response']
     docs = docs_of(out, 'doc')
-    assert sorted(responses) == sorted(d['final_url'] for d in docs
-                                       if d['status'] in (R.FETCH_FETCHED, R.FETCH_HTTP_ERROR))
-    assert all('body' not in p and 'http' not in p for p in docs_of(out, 'out'))
+    # The robots.txt and redirect responses come from doc/ too (warc_exchanges).
+    assert sorted(responses) == sorted([d['final_url'] for d in docs if d['status'] in (
+        R.FETCH_FETCHED, R.FETCH_HTTP_ERROR)] + [site.url('/robots.txt'), site.url('/redirect')])
+    assert any(d.get('warc_exchanges') for d in docs)
+    assert all('body' not in p and 'http' not in p and 'warc_exchanges' not in p
+               for p in docs_of(out, 'out'))
+
+
+def test_fetcher_keeps_robots_txt_and_redirect_answers_without_the_cookie(site, tmp_path):
+    """With warc.enabled the first doc of a key carries its robots.txt answer (a 404:
+    its body unread), a redirected doc its 3xx answers, in order; a cookie the site set
+    is sent on (the server sees it) but no archived request names it."""
+    from jobs.lib import fetcher
+    site.robots_status = 404
+    site.overrides['/cookie.html'] = ('typed', 'text/html', _page('Cookie', ''),
+                                      [('Set-Cookie', 'sid=secret123; Path=/')])
+    conf = test_conf(*SETTINGS)
+    paths = ['/cookie.html', '/fault/redirect-chain?n=2', '/a.html']
+    docs = list(fetcher.HostFetcher(conf).fetch([{'url': site.url(p)} for p in paths]))
+    assert [d['status'] for d in docs] == [R.FETCH_FETCHED] * 3
+    first, chain, plain = docs
+    [robots] = first['warc_exchanges']
+    assert (robots['kind'], robots['url'], robots['http_status'], robots['body']) == (
+        'robots', site.url('/robots.txt'), 404, None)
+    assert [(e['kind'], e['url'], e['http_status']) for e in chain['warc_exchanges']] == [
+        ('redirect', site.url('/fault/redirect-chain?n=2'), 302),
+        ('redirect', site.url('/fault/redirect-chain?n=1'), 302)]
+    assert all(base64.b64decode(e['body']) == b'' and not e['truncated']
+               for e in chain['warc_exchanges'])
+    assert 'warc_exchanges' not in plain
+    # The session sent the cookie back: the server saw it on the later requests.
+    assert any('sid=secret123' in r['headers'].get('Cookie', '') for r in site.requests)
+
+    path = str(tmp_path / 'x.warc.gz')
+    sink = warcfile.Sink(str(tmp_path), 'x.warc.gz', 'x', {'software': 'test'},
+                         lambda k, n: None)
+    pointers = [sink.add(d, conf['politeness']['user_agent']) for d in docs]
+    sink.commit()
+    assert warcio_cli('check', path).returncode == 0
+    recs = read_warc(path)
+    assert [(r['type'], r['status']) for r in recs if r['type'] == 'response'] == [
+        ('response', '404'), ('response', '200'), ('response', '302'), ('response', '302'),
+        ('response', '200'), ('response', '200')]
+    for r in recs:
+        if r['type'] == 'request':
+            assert 'secret123' not in str(r['http'].headers)
+    for doc, pointer in zip(docs, pointers):      # each doc's position: its own response
+        assert warcfile.read_payload(str(tmp_path), dict(
+            pointer, warc_filename='x.warc.gz'))[0] == served(site, doc['final_url'])[1]

@@ -262,6 +262,9 @@ WARC_PAYLOAD_NOT_VERBATIM = 'payload_not_verbatim_total'  #: body rebuilt from l
 # skipped_no_body_total: a page record without its body).
 
 WARC_SKIPPED_NO_BODY = 'skipped_no_body_total'  #: a page record without its body (MRWarc)
+#: robots.txt and redirect (3xx) responses archived with their requests (jobs.lib.warcfile)
+WARC_ROBOTS_ARCHIVED = 'robots_txt_archived_total'
+WARC_REDIRECTS_ARCHIVED = 'redirects_archived_total'
 
 # xml
 XML_DOCS = 'xml_documents_total'

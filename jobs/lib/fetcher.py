@@ -60,13 +60,6 @@ def new_doc(rec, layer, status=None, reason=None):
         'encoding': None, 'body': None, 'headers': {}, 'attempts': 0})
 
 
-class _Hop:
-    """What one request of a redirect chain gave: a redirect target or a final answer."""
-
-    def __init__(self, target=None):
-        self.target = target
-
-
 class HostFetcher:
     """Fetches URLs of one politeness key, sequentially, with the configured delay.
 
@@ -166,14 +159,18 @@ class HostFetcher:
 
     def _robots_answer(self, url, resp, deadline):
         """The response to *url* -> its Rules, or the URL it redirects to (None: bad)."""
-        if resp.is_redirect:
+        if resp.is_redirect:       # each answer is kept for the WARC (warc.enabled)
+            self.http.keep_redirect(url, resp, self.max_body, deadline)
             return urls.normalize(urls.resolve(url, resp.headers.get('location')))
+        if resp.status_code >= 400:
+            self.http.keep('robots', url, resp)          # an error's body is not read
         if resp.status_code == 429 or resp.status_code >= 500:
             self.robots_failures += 1
             return robots.Rules(deny_all=True, reason='robots_%d' % resp.status_code)
         if 400 <= resp.status_code < 500:
             return robots.Rules(allow_all=True, reason='robots_%d' % resp.status_code)
-        body, _ = self.http.read_body(resp, robots.MAX_ROBOTS_BYTES, deadline)
+        body, truncated = self.http.read_body(resp, robots.MAX_ROBOTS_BYTES, deadline)
+        self.http.keep('robots', url, resp, body, truncated)
         return robots.Rules(body, self.user_agent)
 
     def _rules_for(self, url):
@@ -207,8 +204,8 @@ class HostFetcher:
     def _request(self, url, doc, headers=None):
         """One request of a chain, retried on 5xx/429/transient errors with backoff.
 
-        Returns a :class:`_Hop` with the redirect target (absolute, not yet normalised)
-        or with ``target=None`` when *doc* holds the final answer.
+        Returns the redirect target (absolute, not yet normalised; '' for a redirect to
+        nowhere), or None when *doc* holds the final answer.
         """
         attempt = 0
         while True:
@@ -227,9 +224,10 @@ class HostFetcher:
                         self._stat(C.RETRIES)
                         continue
                     if resp.is_redirect:
-                        return _Hop(urls.resolve(url, resp.headers.get('location')) or '')
+                        self.http.keep_redirect(url, resp, self.max_body, deadline)
+                        return urls.resolve(url, resp.headers.get('location')) or ''
                     self._record_response(doc, resp, deadline, bool(headers))
-                    return _Hop()
+                    return None
                 finally:
                     self.http.drain(resp, deadline)
                     resp.close()
@@ -373,11 +371,11 @@ class HostFetcher:
                     doc.update(status=refusal[0], reason=refusal[1])
                     return
             result = self._request(current, doc, headers if not hop else None)
-            if result.target is None:
+            if result is None:
                 return
-            target = urls.normalize(result.target)
-            doc['redirects'].append(target or result.target)
-            doc['final_url'] = target or result.target
+            target = urls.normalize(result)
+            doc['redirects'].append(target or result)
+            doc['final_url'] = target or result
             if target is None:
                 doc.update(status=R.FETCH_HTTP_ERROR, reason='bad_redirect')
                 return
@@ -437,9 +435,10 @@ class HostFetcher:
         self._in_urls = {rec['url'] for rec in items}
         self._known = known
         self.http = httpio.KeySession(self.user_agent, self.timeout, self.resolver,
-                                      self.slot)
-        try:
-            yield from self._fetch_key(itertools.chain(items, more), layer)
+                                      self.slot, self.warc)
+        try:    # each doc carries the robots.txt and redirect answers its fetch got
+            docs = self._fetch_key(itertools.chain(items, more), layer)
+            yield from map(self.http.attach_kept, docs)
         finally:
             self.http.close()
 

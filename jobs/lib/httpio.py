@@ -10,6 +10,7 @@ with its deadline; a body is read in chunks and never past its size limit, so a 
 bomb never inflates past the limit plus one chunk (urllib3 >= 2.6 decompresses at most
 *amt* bytes per ``read1`` call).
 """
+import base64
 import email.utils
 import socket
 import time
@@ -40,11 +41,14 @@ NETWORK_ERRORS = (requests.RequestException, OSError, urllib3.exceptions.HTTPErr
 
 class KeySession:
     """One politeness key's HTTP session. *slot* (jobs.lib.politeness.Slot) gives the
-    clock and what running past a deadline means."""
+    clock and what running past a deadline means. With *warc* (warc.enabled) it keeps
+    the robots.txt and redirect answers the fetcher hands it (:meth:`keep`) until the
+    next doc record takes them (:meth:`attach_kept`)."""
 
-    def __init__(self, user_agent, timeout, resolver, slot):
+    def __init__(self, user_agent, timeout, resolver, slot, warc=False):
         self.timeout = timeout
         self.slot = slot
+        self.warc, self.kept = warc, []
         self._sockets = weakref.WeakSet()
         self.session = requests.Session()
         self.session.trust_env = False
@@ -63,6 +67,34 @@ class KeySession:
     def close(self):
         netpolicy.track_sockets(None)
         self.session.close()
+
+    def keep(self, kind, url, resp, body=None, truncated=False):
+        """With warc, keep a robots.txt (*kind* ``robots``) or redirect (``redirect``)
+        answer to *url* for the WARC, as Heritrix archives them (jobs.lib.warcfile).
+        *body*: the bytes read (None: not read, as an error page's)."""
+        if self.warc:
+            from jobs.lib.records import now_iso
+            self.kept.append({
+                'kind': kind, 'url': url, 'fetch_time': now_iso(),
+                'http_status': resp.status_code, 'http': http_exchange(resp),
+                'body': None if body is None else base64.b64encode(body).decode('ascii'),
+                'truncated': bool(truncated)})
+
+    def keep_redirect(self, url, resp, limit, deadline):
+        """With warc, read a 3xx answer's body (up to *limit*, as a page's) and keep it;
+        else the caller drains it."""
+        if self.warc:
+            try:
+                body, truncated = self.read_body(resp, limit, deadline)
+            except NETWORK_ERRORS:      # the hop's answer stands; its body is unknown
+                body, truncated = None, False
+            self.keep('redirect', url, resp, body, truncated)
+
+    def attach_kept(self, doc):
+        """*doc* carrying the answers kept since the previous doc (``warc_exchanges``)."""
+        if self.kept:
+            doc['warc_exchanges'], self.kept = self.kept, []
+        return doc
 
     def _cut(self):
         """Watchdog thread: shut this key's sockets down; the blocked read returns."""
@@ -154,10 +186,16 @@ def declared_length(headers):
     return int(value) if value.isdigit() else None
 
 
+#: Request headers that carry credentials: never kept for the WARC (http_exchange,
+#: jobs.lib.warcfile.request_headers), whatever sent them (a session's cookie jar).
+SECRET_REQUEST_HEADERS = frozenset(('authorization', 'proxy-authorization', 'cookie'))
+
+
 def http_exchange(resp):
     """What a WARC request/response pair needs beyond the doc record (warc.enabled):
     ``{version, reason, headers, request}``; headers are ``[name, value]`` lists in the
-    order received (repeated names kept), request = {method, path, headers sent}."""
+    order received (repeated names kept), request = {method, path, headers sent but
+    :data:`SECRET_REQUEST_HEADERS`}."""
     version = getattr(resp.raw, 'version', 11)
     raw_headers = getattr(resp.raw, 'headers', None) or resp.headers
     req = resp.request
@@ -165,7 +203,8 @@ def http_exchange(resp):
             'reason': resp.reason or '',
             'headers': [[k, v] for k, v in raw_headers.items()],
             'request': {'method': req.method or 'GET', 'path': req.path_url,
-                        'headers': [[k, v] for k, v in req.headers.items()]}}
+                        'headers': [[k, v] for k, v in req.headers.items()
+                                    if k.lower() not in SECRET_REQUEST_HEADERS]}}
 
 
 def host_refusal(resolver, url):

@@ -24,9 +24,10 @@ from jobs.lib import (content, counters as C, encoding, extract, filters, html,
 
 
 #: doc fields a page drops: the body and what only the WARC job reads (the HTTP exchange,
-#: the exact bytes of a lossy decode). A PageParser made with ``keep`` carries those
-#: named there onto the page (MRFetch with warc.enabled: MRWarc then reads out/).
-WARC_FIELDS = ('body', 'http', 'warc_body')
+#: the exact bytes of a lossy decode, the robots.txt and redirect responses). A
+#: PageParser made with ``keep`` carries those named there onto the page (MRFetch with
+#: warc.enabled: MRWarc then reads out/).
+WARC_FIELDS = ('body', 'http', 'warc_body', 'warc_exchanges')
 
 #: What the parse adds to a doc record (jobs/reparse.py strips them to rebuild the doc).
 PARSE_FIELDS = frozenset((

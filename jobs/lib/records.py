@@ -28,13 +28,17 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     headers kept: etag, last-modified, x-robots-tag, retry-after, content-length,
     content-encoding), attempts (int: requests made for it, retries and redirect hops
     included; 0 when none was made), raw_body (str, only for a type listed in
-    ``fetch.keep_types``: base64 of the body bytes, which ``body`` then leaves null).
-    Only with ``warc.enabled`` (for MRWarc; MRParse drops both): http ({version:
+    ``fetch.keep_types``, or a sitemap type with sitemaps.enabled: base64 of the body bytes, which ``body`` then leaves null).
+    Only with ``warc.enabled`` (for MRWarc; MRParse drops them): http ({version:
     ``HTTP/1.1``, reason: the status line's reason phrase, headers: list of [name,
     value] as received, request: {method, path, headers: list of [name, value] sent}}:
     the final response's exchange, on records that got a response), warc_body (str:
     base64 of an HTML body's bytes as received, only when ``body`` does not re-encode to
-    them with ``encoding``: replaced bytes, a BOM, a character cut by the size limit).
+    them with ``encoding``: replaced bytes, a BOM, a character cut by the size limit),
+    warc_exchanges (list, only when the fetch of this URL received robots.txt or
+    redirect responses: {kind: ``robots`` or ``redirect``, url, fetch_time,
+    http_status, http (as above), body (str|null: base64 of the bytes read), truncated
+    (bool)}, in the order received; archived before the doc's own records).
     rendered (bool, only on a page of a site with ``render = true`` that the browser
     rendered: ``body`` is then the rendered DOM, and ``warc_body`` (with warc.enabled)
     the bytes as received; jobs.lib.render).

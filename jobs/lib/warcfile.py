@@ -19,6 +19,19 @@ Pure helpers for jobs/warc.py (MRWarc); nothing here imports mrjob.
 - everything else (network_error, robots_denied, filtered, deferred, redirected: no
   final response was received or kept) -> nothing; the job counts it as skipped.
 
+Besides, as Heritrix does, every robots.txt response and every redirect (3xx) response
+the fetch received is archived as a ``response`` record and its ``request`` record
+(WARC-Concurrent-To the response), WARC-Target-URI the URL asked for: the doc record
+whose fetch made the request carries them in ``warc_exchanges`` (with warc.enabled),
+and they are written before its own records, also when the doc itself is skipped
+(counters ``robots_txt_archived_total``, ``redirects_archived_total``). Their bodies
+are the bytes read, within the same limits (robots.txt: 500 KiB, a redirect's:
+``fetch.max_body_bytes``; ``WARC-Truncated: length`` past them); a robots.txt error's
+body is not read (``WARC-Truncated: unspecified``). A doc's WARC position
+(warc_record_offset) is that of its own final response or revisit, never of these.
+Request headers that carry credentials (Authorization, Proxy-Authorization, Cookie)
+are never written.
+
 **The HTTP message is rebuilt, not the bytes from the wire.** The fetcher decompresses
 (Content-Encoding) and de-chunks (Transfer-Encoding) bodies before anything is stored,
 so the response record holds the decoded payload, the received headers without
@@ -30,8 +43,7 @@ the bytes the server's body decoded to: the fetcher keeps them as ``warc_body`` 
 stored text does not re-encode to them (lossy decoding), else they are the text
 re-encoded with the doc's ``encoding``; WARC-Payload-Digest therefore equals the doc's
 ``digest``. A body cut at ``fetch.max_body_bytes`` is marked ``WARC-Truncated: length``.
-Redirect hops (3xx) and robots.txt responses are not archived: the fetcher does not
-keep them. The status line, the received headers and the request (method, path,
+The status line, the received headers and the request (method, path,
 headers sent) come from the doc's ``http`` field, which the fetcher fills when
 ``warc.enabled`` is on; without it (a doc written with WARC off) they are rebuilt from
 the doc's fields (reason phrase from the status code, the kept headers, the
@@ -50,7 +62,7 @@ from urllib.parse import urlsplit
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from jobs.lib import counters as C, encoding, records as R
+from jobs.lib import counters as C, encoding, httpio, records as R
 
 WARC_VERSION = 'WARC/1.1'
 PROFILE_IDENTICAL = 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest'
@@ -128,7 +140,8 @@ def request_headers(doc, user_agent):
     exchange = (doc.get('http') or {}).get('request')
     if exchange:
         method, path = exchange.get('method') or 'GET', exchange.get('path') or '/'
-        sent = [(k, v) for k, v in exchange.get('headers') or () if k.lower() != 'host']
+        sent = [(k, v) for k, v in exchange.get('headers') or () if k.lower() != 'host'
+                and k.lower() not in httpio.SECRET_REQUEST_HEADERS]
     else:
         method = 'GET'
         path = (parts.path or '/') + ('?' + parts.query if parts.query else '')
@@ -172,16 +185,21 @@ class WarcFile:
         return self._write(rec)
 
     def add(self, doc, user_agent, kind):
-        """Write *doc*'s records as *kind* (what :func:`plan` decided for it). Returns a
+        """Write *doc*'s records as *kind* (what :func:`plan` decided for it; None: only
+        the robots.txt and redirect responses it carries, ``warc_exchanges``). Returns a
         dict: kind, offset and length of the response/revisit record, records written by
-        type, rebuilt, verbatim, truncated."""
-        out = {'kind': kind, 'types': {}, 'verbatim': True,
-               'truncated': None}
+        type, exchanges archived by kind, rebuilt, verbatim, truncated (by value)."""
+        out = {'kind': kind, 'types': {}, 'verbatim': True, 'truncated': None,
+               'exchanges': {}, 'exchanges_truncated': {}}
         date = doc.get('fetch_time') or R.now_iso()
         if not self.started:
             self.started = True
             self._warcinfo(date)
             out['types']['warcinfo'] = 1
+        for i, exchange in enumerate(doc.get('warc_exchanges') or ()):
+            self._add_exchange(doc, i, exchange, user_agent, out)
+        if kind is None:
+            return out
         uri = doc.get('final_url') or doc['url']
         rid = record_id(self.prefix, kind, doc)
         warc_headers = {'WARC-Record-ID': rid, 'WARC-Date': date}
@@ -214,7 +232,7 @@ class WarcFile:
                                                  warc_headers_dict=warc_headers)
         offset, length = self._write(rec)
         rtype = 'revisit' if kind != RESPONSE else 'response'
-        out['types'][rtype] = 1
+        out['types'][rtype] = out['types'].get(rtype, 0) + 1
         req_headers = request_headers(doc, user_agent)
         req = self.writer.create_warc_record(uri, 'request', http_headers=req_headers,
                                              warc_headers_dict={
@@ -223,9 +241,41 @@ class WarcFile:
                                                  'WARC-Date': date,
                                                  'WARC-Concurrent-To': rid})
         self._write(req)
-        out['types']['request'] = 1
+        out['types']['request'] = out['types'].get('request', 0) + 1
         out.update(offset=offset, length=length, rebuilt=rebuilt)
         return out
+
+    def _add_exchange(self, doc, i, exchange, user_agent, out):
+        """The *i*-th robots.txt or redirect response *doc* carries, and its request."""
+        uri = exchange['url']
+        date = exchange.get('fetch_time') or doc.get('fetch_time') or R.now_iso()
+        # As a doc of its own, for the header helpers; ids also name the doc and i.
+        ex = {'url': uri, 'final_url': uri, 'http_status': exchange.get('http_status'),
+              'http': exchange.get('http'), 'fetch_time': date,
+              'raw_body': exchange.get('body')}
+        key = {'url': '%s %s %d' % (uri, doc['url'], i), 'fetch_time': date}
+        data, _ = payload(ex)
+        kind = exchange.get('kind', 'exchange')
+        rid = record_id(self.prefix, kind, key)
+        warc_headers = {'WARC-Record-ID': rid, 'WARC-Date': date}
+        truncated = 'unspecified' if data is None else \
+            'length' if exchange.get('truncated') else None
+        if truncated:
+            warc_headers['WARC-Truncated'] = truncated
+            out['exchanges_truncated'][truncated] = \
+                out['exchanges_truncated'].get(truncated, 0) + 1
+        data = data or b''
+        http_headers, _ = response_headers(ex, len(data))
+        self._write(self.writer.create_warc_record(
+            uri, 'response', payload=io.BytesIO(data), length=len(data),
+            http_headers=http_headers, warc_headers_dict=warc_headers))
+        self._write(self.writer.create_warc_record(
+            uri, 'request', http_headers=request_headers(ex, user_agent),
+            warc_headers_dict={'WARC-Record-ID': record_id(self.prefix, 'request', key),
+                               'WARC-Date': date, 'WARC-Concurrent-To': rid}))
+        for rtype in ('response', 'request'):
+            out['types'][rtype] = out['types'].get(rtype, 0) + 1
+        out['exchanges'][kind] = out['exchanges'].get(kind, 0) + 1
 
     def close(self):
         self.f.close()
@@ -254,7 +304,8 @@ class Sink:
         kind = plan(doc)
         if kind is None:
             self.count(C.per('skipped', doc.get('status') or 'unknown'), 1)
-            return None
+            if not doc.get('warc_exchanges'):
+                return None
         if self.warc is None:
             if self.remote:
                 import tempfile
@@ -268,6 +319,13 @@ class Sink:
         done = self.warc.add(doc, user_agent, kind)
         for rtype, n in done['types'].items():
             self.count(C.per('records', rtype), n)
+        for what, n in done['exchanges'].items():
+            self.count({'robots': C.WARC_ROBOTS_ARCHIVED,
+                        'redirect': C.WARC_REDIRECTS_ARCHIVED}[what], n)
+        for value, n in done['exchanges_truncated'].items():
+            self.count(C.per('truncated', value), n)
+        if kind is None:
+            return None
         if done['rebuilt']:
             self.count(C.WARC_HEADERS_REBUILT, 1)
         if not done['verbatim']:
