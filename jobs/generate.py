@@ -44,18 +44,16 @@ only the secondary resources, so that those the last layer's pages name are fetc
 the same cycle; an unfetched page within the depth (deferred, held back) waits for
 the next cycle (counter ``pages_for_next_cycle_total``).
 
-Cycle mode (``--recrawl-at TIME``: the first layer of a crawl's second and later
-cycles, drivers/crawl.py): besides the unfetched URLs, select the known ones whose last
-fetch + ``fetch_interval`` is not after TIME (all of them when ``recrawl.interval`` is
-0), and a fetched page whose ``sitemap_lastmod`` (a sitemap says it changed then) is
-after its last fetch and not after TIME, its interval passed or not (counter
-``due_sitemap_lastmod_total``), with what a conditional request needs (``etag``, ``last_modified``) and what the
-page was (``prev``: digest, fields checksum) so that changes can be told apart. A URL
-whose last fetch failed transiently is tried again whenever a cycle starts. A known URL
-that the link filters of this run reject (the settings changed) is not fetched: a page
-goes to in/ with ``excluded`` (the reason), so that its fetch records it filtered and
-the cycle's delta deletes it when the run prunes (``recrawl.prune``; else the page is
-kept: jobs.lib.merging.mark_kept) (counter ``now_excluded_total``).
+Cycle mode (``--recrawl-at TIME``: the first layer of a crawl's later cycles): besides
+the unfetched URLs, select the known ones whose last fetch + ``fetch_interval`` is not
+after TIME (all when ``recrawl.interval`` is 0), and a fetched page whose
+``sitemap_lastmod`` is after its last fetch and not after TIME (a sitemap says it
+changed; ``due_sitemap_lastmod_total``), with what a conditional request needs (``etag``,
+``last_modified``) and what the page was (``prev``: digest, fields checksum). A URL whose
+last fetch failed transiently is tried again at every cycle. A known URL that the link
+filters or its site's link rules of this run reject (the settings changed) is not
+fetched: a page goes to in/ with ``excluded`` (the reason), so that its fetch records it
+filtered, kept unless the run prunes (jobs.lib.merging.mark_kept; ``now_excluded_total``).
 
 ``--inject``: some inputs are seed ``url`` records (a cycle's seeds file, if no layer had
 it before); a first step joins them with the database on the URL, so a seed already known
@@ -241,9 +239,8 @@ class MRGenerate(CrawlJob):
             self._link_filter = LinkFilter.for_conf(self.conf)
             self._sites = SiteIndex(self.conf.get('sites'))
         reason = self._link_filter.reason(db['url'])
-        if reason is None:
-            site = self._sites.match(db['url'])
-            reason = 'site_rule' if site and not site.link_allowed(db['url']) else None
+        site = None if reason else self._sites.match(db['url'])
+        reason = 'site_rule' if site and not site.link_allowed(db['url']) else reason
         return 'filter_' + reason if reason else None
 
     #: Known statuses a cycle fetches again once their interval passed (a transient
@@ -286,14 +283,11 @@ class MRGenerate(CrawlJob):
             db.get('topic_inlinks') or 0, db.get('score') or 0.0, None, extra]
 
     def changed_since(self, db):
-        """Does a sitemap say the fetched page *db* changed after its last fetch? Its
-        ``sitemap_lastmod`` after ``last_fetch`` and not after the cycle's time (a
-        lastmod in the future would make it due in every cycle until then)."""
+        """Does a sitemap date the fetched page *db* after its last fetch (and not after
+        the cycle's time: a future lastmod would make it due in every cycle till then)?"""
         lastmod = db.get('sitemap_lastmod')
-        if not lastmod or db['status'] not in (R.DB_FETCHED, R.DB_REDIRECTED):
-            return False
-        when = parse_time(lastmod)
-        return parse_time(db['last_fetch']) < when <= self._due_at
+        return bool(lastmod) and db['status'] in (R.DB_FETCHED, R.DB_REDIRECTED) and \
+            parse_time(db['last_fetch']) < parse_time(lastmod) <= self._due_at
 
     def reducer_cap_host(self, host, values):
         """(host, candidates) -> its best candidates under filter.max_urls_per_host.

@@ -231,17 +231,14 @@ class MROptimize(CrawlJob):
                 topic_inlinks += data[2]
                 cash += data[3]
                 lastmod = _newer(lastmod, data)
-        if line is not None and fetches:
-            fetches = self.unless_kept(fetches)
+        fetches = self.unless_kept(fetches, line)
         if line is not None:
             if not (fetches or inlinks or resource) and self.stands(line):
                 yield None, line
                 return
             db = orjson.loads(line)
         if db is None:
-            db = {'kind': 'db', 'url': url, 'status': R.DB_UNFETCHED, 'depth': None,
-                  'first_seen': now_iso(), 'last_fetch': None, 'http_status': None,
-                  'digest': None, 'reason': None, 'inlinks': 0, 'layer': None}
+            db = _new_db(url)
             if not fetches:
                 self.count(C.NEW_URLS)
         elif inlinks:
@@ -283,11 +280,12 @@ class MROptimize(CrawlJob):
         self.count_record(db['status'], db)
         yield None, db
 
-    def unless_kept(self, fetches):
-        """*fetches* of a known URL, but none when all are a setting's no to a page of an
-        earlier cycle, kept (recrawl.prune off: jobs.lib.merging.mark_kept): its record
-        then stays what it was, so that it is fetched again once the setting allows it."""
-        if all(f.get('kept') for f in fetches):
+    def unless_kept(self, fetches, line):
+        """*fetches* of a URL (*line*: its db record, if known), but none when all are a
+        setting's no to a page of an earlier cycle, kept (recrawl.prune off:
+        jobs.lib.merging.mark_kept): its record then stays what it was, so that it is
+        fetched again once the setting allows it."""
+        if line is not None and fetches and all(f.get('kept') for f in fetches):
             self.count(C.REFUSED_KEPT, len(fetches))
             return []
         return fetches
@@ -372,6 +370,13 @@ def _newer(lastmod, data):
     if len(data) > 4 and data[4] and (lastmod is None or data[4] > lastmod):
         return data[4]
     return lastmod
+
+
+def _new_db(url):
+    """The db record of a URL the crawl database did not hold."""
+    return {'kind': 'db', 'url': url, 'status': R.DB_UNFETCHED, 'depth': None,
+            'first_seen': now_iso(), 'last_fetch': None, 'http_status': None,
+            'digest': None, 'reason': None, 'inlinks': 0, 'layer': None}
 
 
 if __name__ == '__main__':
