@@ -229,3 +229,24 @@ def test_a_new_site_rule_keeps_the_pages_it_refuses_unless_pruned(site, tmp_path
                  '--set', 'recrawl.interval=0']) == 0
     deleted = {d['url']: d['reason'] for d in _delta(out, '003').get('deletion', [])}
     assert deleted.get(site.url('/a.html')) == 'filtered'
+
+
+def test_a_sites_crawl_keeps_its_hourly_quota_in_later_cycles(site, tmp_path):
+    """The site's quota_per_hour counts across cycles: spent by the first cycle, it
+    holds the second back in the same hour (by the server's log), site file gone."""
+    sites = tmp_path / 'sites'
+    sites.mkdir()
+    (sites / 'fixture.toml').write_text(
+        '[site]\nhosts = ["127.0.0.1"]\nquota_per_hour = 3\nentry = ["%s"]\n' % site.url('/'))
+    out = str(tmp_path / 'crawl')
+    assert main(['crawl', '--sites', str(sites), '--depth', '2', '--out', out,
+                 '-r', 'inline', '-q'] + PRIVATE + FAST) == 0
+    assert len(_pages_requested(site)) == 3
+    (sites / 'fixture.toml').unlink()
+    n = len(site.requests)
+    assert main(['recrawl', '--out', out, '-r', 'inline', '-q',
+                 '--set', 'recrawl.interval=0']) == 0
+    assert site.requests[n:] == []
+    generate = json.load(open(os.path.join(out, 'steps', 'generate-%03d.json' % (
+        _report(out)['cycles'][-1]['first_layer']))))['counters']['generate']
+    assert generate['site_quota_hour_total'] >= 3
