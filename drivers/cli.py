@@ -295,6 +295,12 @@ def main(argv=None):
         print('mrcrawl: interrupted; run the same command again to continue',
               file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as e:      # one raised before a command's own try (no Hadoop)
+        from drivers.crawl import CrawlError
+        if not isinstance(e, CrawlError):
+            raise
+        print('mrcrawl: %s' % e, file=sys.stderr)
+        return EXIT_USAGE
 
 
 def run():
