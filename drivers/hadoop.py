@@ -19,11 +19,12 @@ HTTP request each, drivers/hdfs.py) instead of a ``hadoop fs`` JVM each, and ``h
 version`` asked once per driver process. The ``hadoop jar`` submission is the one JVM a
 job still starts on the client.
 
-Where Hadoop and the task Python live comes from the environment that ``hadoop/env.sh``
-sets (or mrjob.conf on an existing cluster):
+The Hadoop is the one the user's environment names (drivers/hadoop_locate.py:
+MRCRAWL_HADOOP_BIN, HADOOP_HOME, ``hadoop`` on PATH, HADOOP_CONF_DIR, the streaming jar
+where the Apache tarball, Bigtop, EMR and Dataproc put it); the project's test cluster
+only when ``hadoop/env.sh`` was sourced (``CLUSTER=test``). A run prints one line naming
+it. The task Python:
 
-    MRCRAWL_HADOOP_BIN       the hadoop command            (mrjob option hadoop_bin)
-    MRCRAWL_STREAMING_JAR    hadoop-streaming jar           (hadoop_streaming_jar)
     MRCRAWL_TASK_PYTHON      Python 3.11 on the task nodes  (python_bin; default python3)
 """
 import glob
@@ -34,6 +35,7 @@ import os
 import posixpath
 import shutil
 import subprocess
+import sys
 import uuid
 import zipfile
 from importlib import metadata
@@ -296,15 +298,29 @@ def ship(local, where, stem):
     return uri
 
 
+def located():
+    """The user's Hadoop (drivers/hadoop_locate.py), its line printed on stderr;
+    CrawlError (one line, exit 2) when there is none. Its configuration folder is set in
+    HADOOP_CONF_DIR when the environment named none, so that the hadoop command reads
+    the folder the line names."""
+    from drivers import hadoop_locate
+    try:
+        found = hadoop_locate.locate()
+    except hadoop_locate.NoHadoop as e:
+        from drivers.crawl import CrawlError
+        raise CrawlError(str(e)) from None
+    if found.conf_dir and not os.environ.get('HADOOP_CONF_DIR'):
+        os.environ['HADOOP_CONF_DIR'] = found.conf_dir
+    print(hadoop_locate.describe(found), file=sys.stderr, flush=True)
+    return found
+
+
 def runner_args(conf):
-    """mrjob switches for ``-r hadoop``: binaries from the environment, code and deps
+    """mrjob switches for ``-r hadoop``: the Hadoop the environment names, code and deps
     shipped once per content hash, per-job settings in jobs/base.py (CrawlJob.jobconf)."""
     env = os.environ
-    args = []
-    if env.get('MRCRAWL_HADOOP_BIN'):
-        args += ['--hadoop-bin', env['MRCRAWL_HADOOP_BIN']]
-    if env.get('MRCRAWL_STREAMING_JAR'):
-        args += ['--hadoop-streaming-jar', env['MRCRAWL_STREAMING_JAR']]
+    found = located()
+    args = ['--hadoop-bin', found.bin, '--hadoop-streaming-jar', found.streaming_jar]
     task_python = env.get('MRCRAWL_TASK_PYTHON', 'python3')
     where = build_dir()
     dest = ship_dir(conf)

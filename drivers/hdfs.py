@@ -5,8 +5,10 @@ place, write and read report/state files, and stream the Parquet index in and ou
 (drivers/index.py, drivers/report_html.py). Each call is one HTTP request to the
 NameNode (and a redirect to a DataNode for file bodies), never a JVM.
 
-The NameNode's HTTP address comes from ``MRCRAWL_WEBHDFS_URL`` (default
-``http://127.0.0.1:9870``) and the user from ``HADOOP_USER_NAME`` (default: $USER).
+The NameNode's HTTP address comes from ``MRCRAWL_WEBHDFS_URL``, else from the Hadoop
+configuration folder (``dfs.namenode.http-address``, else fs.defaultFS's host on port
+9870: drivers/hadoop_locate.py), else ``http://127.0.0.1:9870``; the user from
+``HADOOP_USER_NAME`` (default: $USER).
 """
 import contextlib
 import fnmatch
@@ -25,8 +27,11 @@ from hdfs.util import HdfsError
 
 def webhdfs_address():
     """(NameNode HTTP URL, HDFS user) from the environment, as the driver uses them."""
-    return (os.environ.get('MRCRAWL_WEBHDFS_URL', 'http://127.0.0.1:9870'),
-            os.environ.get('HADOOP_USER_NAME') or getpass.getuser())
+    from drivers import hadoop_locate
+    env = os.environ
+    url = env.get('MRCRAWL_WEBHDFS_URL') or \
+        hadoop_locate.webhdfs_url(env, hadoop_locate.conf_dir_of(env))
+    return url, env.get('HADOOP_USER_NAME') or getpass.getuser()
 
 
 class WebHDFS:
