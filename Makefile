@@ -1,9 +1,13 @@
 # mrcrawl: `make help` lists the targets. Variables can be set on the command line:
 #   make crawl DEPTH=2 SEEDS=seeds/seeds.txt OUT=crawl RUNNER=local
+# RUNNER=hadoop uses the Hadoop your environment names (HADOOP_HOME, HADOOP_CONF_DIR,
+# `hadoop` on PATH: drivers/hadoop_locate.py); CLUSTER=test the project's test cluster
+# (make hadoop-up) instead, and makes RUNNER=hadoop the default.
 SHELL  := /bin/bash
 PYTHON ?= python3.11
 VENV   ?= .venv
-RUNNER ?= local
+CLUSTER ?=
+RUNNER ?= $(if $(filter test,$(CLUSTER)),hadoop,local)
 DEPTH  ?= 3
 SEEDS  ?= seeds/seeds.txt
 OUT    ?= crawl
@@ -15,6 +19,9 @@ STAMP := $(VENV)/.installed
 # The test extras (pytest, hypothesis, duckdb, atheris) on top: only the test and fuzz
 # targets need them, so `make crawl` does not install them.
 TEST_STAMP := $(VENV)/.installed-test
+# The test cluster's environment, for CLUSTER=test only (hadoop/env.sh sets HADOOP_HOME,
+# HADOOP_CONF_DIR, MRCRAWL_HADOOP_BIN, ... over the user's).
+TEST_CLUSTER_ENV = $(if $(filter-out test,$(CLUSTER)),$(error CLUSTER=$(CLUSTER): only CLUSTER=test is known; leave it unset for your own Hadoop))$(if $(filter test,$(CLUSTER)),. hadoop/env.sh && ,)
 
 .DEFAULT_GOAL := help
 .PHONY: help venv crawl recrawl demo test test-fast system-deps bench-parse fuzz hadoop-up hadoop-down clean
@@ -34,14 +41,14 @@ $(TEST_STAMP): $(STAMP)
 
 venv: $(STAMP)  ## Create the virtual environment (.venv) and install mrcrawl in it
 
-crawl: $(STAMP)  ## Crawl SEEDS to DEPTH into OUT with RUNNER (default: local runner, ./crawl)
-	$(if $(filter hadoop,$(RUNNER)),. hadoop/env.sh && ,)$(BIN)/mrcrawl crawl --seeds $(SEEDS) --depth $(DEPTH) --out $(OUT) -r $(RUNNER) $(ARGS)
+crawl: $(STAMP)  ## Crawl SEEDS to DEPTH into OUT with RUNNER (local, ./crawl; hadoop: yours, CLUSTER=test: the test one)
+	$(TEST_CLUSTER_ENV)$(BIN)/mrcrawl crawl --seeds $(SEEDS) --depth $(DEPTH) --out $(OUT) -r $(RUNNER) $(ARGS)
 
 recrawl: $(STAMP)  ## The next cycle of OUT without seeds: due pages, new links; delta XML
-	$(if $(filter hadoop,$(RUNNER)),. hadoop/env.sh && ,)$(BIN)/mrcrawl recrawl --out $(OUT) -r $(RUNNER) $(ARGS)
+	$(TEST_CLUSTER_ENV)$(BIN)/mrcrawl recrawl --out $(OUT) -r $(RUNNER) $(ARGS)
 
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
-	$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
+	$(TEST_CLUSTER_ENV)$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
 
 test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 worker nodes), runs pytest, stops it
 	bash hadoop/up.sh || { rc=$$?; bash hadoop/down.sh; exit $$rc; }
