@@ -18,8 +18,9 @@ streaming jar
     holds one (mrjob's file name pattern and preference: shallower, shorter name).
 WebHDFS address
     ``MRCRAWL_WEBHDFS_URL``; else the configuration folder's ``dfs.namenode.http-address``
-    (hdfs-site.xml; a wildcard host is replaced by fs.defaultFS's); else
-    ``http://<fs.defaultFS host>:9870``; else ``http://127.0.0.1:9870``.
+    (hdfs-site.xml; a wildcard host is replaced by fs.defaultFS's; with HA, the first
+    NameNode's of fs.defaultFS's nameservice); else ``http://<fs.defaultFS host>:9870``;
+    else ``http://127.0.0.1:9870``.
 
 Paths a distribution installs to (``/usr/lib/...``, ``/etc/hadoop/conf``, ``/opt``) are
 taken under *root* (``/``), so that a test can lay them out in a temporary folder.
@@ -201,8 +202,18 @@ def _webhdfs_from_conf(conf_dir, stamp, env_items):
     default_fs = urlparse(_expand(props.get('fs.defaultFS') or
                                   props.get('fs.default.name') or '', props, env))
     fs_host = default_fs.hostname if default_fs.scheme == 'hdfs' else None
-    http = _expand(props.get('dfs.namenode.http-address', ''), props, env)
-    if http:
+    keys = ['dfs.namenode.http-address']
+    nameservices = [n.strip() for n in props.get('dfs.nameservices', '').split(',')]
+    if fs_host and default_fs.netloc in nameservices:
+        # HA (or federation): fs.defaultFS names a nameservice, not a host. Its first
+        # NameNode's address: MRCRAWL_WEBHDFS_URL must name the active one if it is not.
+        ns = default_fs.netloc
+        keys = ['dfs.namenode.http-address.%s.%s' % (ns, nn.strip()) for nn in
+                props.get('dfs.ha.namenodes.%s' % ns, '').split(',') if nn.strip()] + \
+            ['dfs.namenode.http-address.%s' % ns]
+        fs_host = None
+    for key in keys:
+        http = _expand(props.get(key, ''), props, env)
         host, _, port = http.rpartition(':')
         if host in ('', '0.0.0.0', '[::]', '::') and fs_host:
             host = fs_host

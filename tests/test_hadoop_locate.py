@@ -129,6 +129,18 @@ def test_no_usable_hadoop_is_one_line(tmp_path, env, message):
     assert '\n' not in str(e.value)
 
 
+def test_an_ha_nameservice_gives_its_first_namenode(tmp_path):
+    """fs.defaultFS names a nameservice (HA), which is no host: its first NameNode's
+    HTTP address is used."""
+    conf = tmp_path / 'conf'
+    site(conf / 'core-site.xml', {'fs.defaultFS': 'hdfs://prodCluster'})
+    site(conf / 'hdfs-site.xml', {
+        'dfs.nameservices': 'prodCluster,other', 'dfs.ha.namenodes.prodCluster': 'nn1, nn2',
+        'dfs.namenode.http-address.prodCluster.nn1': 'master-1.example:9870',
+        'dfs.namenode.http-address.prodCluster.nn2': 'master-2.example:9870'})
+    assert hadoop_locate.webhdfs_url({}, str(conf)) == 'http://master-1.example:9870'
+
+
 def test_site_files_with_entities_are_not_read(tmp_path):
     """No entity of a configuration file is expanded (billion laughs, external files):
     a file with a DOCTYPE is ignored, fs.defaultFS's host is used."""
