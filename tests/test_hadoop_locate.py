@@ -1,10 +1,14 @@
 """Which Hadoop ``-r hadoop`` uses (drivers/hadoop_locate.py), on fake installs laid out
 in temporary folders: the Apache binary tarball, Bigtop's packages (EMR's and Dataproc's
-layout) under a stand-in root, and none. No cluster, no JVM."""
+layout) under a stand-in root, and none; and which environment `make` gives a crawl.
+No cluster, no JVM."""
+import subprocess
+
 import pytest
 
 from drivers import cli, hadoop_locate
 from drivers.hadoop_locate import NoHadoop, locate
+from tests.conftest import ROOT
 
 
 def executable(path, text='#!/bin/sh\nexit 0\n'):
@@ -177,3 +181,26 @@ def test_crawl_without_a_hadoop_prints_one_line_and_exits_2(tmp_path, monkeypatc
         'mrcrawl: no hadoop command: none in HADOOP_HOME/bin nor on PATH (set HADOOP_HOME '
         'or MRCRAWL_HADOOP_BIN; CLUSTER=test for the test cluster)']
     assert out == ''
+
+
+def make_n(*args):
+    """What `make -n` would run (nothing is run), with a bare environment."""
+    return subprocess.run(['make', '-n', '--no-print-directory'] + list(args), cwd=ROOT,
+                          env={'PATH': '/usr/bin:/bin', 'HOME': '/nonexistent'},
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize('target', ['crawl', 'recrawl', 'demo'])
+def test_make_sources_the_test_cluster_only_with_cluster_test(target):
+    """RUNNER=hadoop keeps the user's environment (issue 47: hadoop/env.sh overwrote
+    HADOOP_HOME, HADOOP_CONF_DIR and PATH); CLUSTER=test sources it and runs hadoop."""
+    mine = make_n(target, 'RUNNER=hadoop', 'OUT=hdfs:///c')
+    assert mine.returncode == 0, mine.stderr
+    assert 'env.sh' not in mine.stdout and ' -r hadoop' in mine.stdout
+    test = make_n(target, 'CLUSTER=test', 'OUT=hdfs:///c')
+    assert test.returncode == 0, test.stderr
+    command = test.stdout.strip().splitlines()[-1]
+    assert command.startswith('. hadoop/env.sh && ') and ' -r hadoop' in command
+    other = make_n(target, 'CLUSTER=prod', 'RUNNER=hadoop')
+    assert other.returncode == 2 and other.stdout == ''
+    assert 'CLUSTER=prod: only CLUSTER=test is known' in other.stderr
