@@ -6,7 +6,10 @@
 SHELL  := /bin/bash
 PYTHON ?= python3.11
 VENV   ?= .venv
-CLUSTER ?=
+# CLUSTER only from make's command line: an exported CLUSTER (a common name) is not ours.
+ifeq ($(origin CLUSTER),environment)
+CLUSTER :=
+endif
 RUNNER ?= $(if $(filter test,$(CLUSTER)),hadoop,local)
 DEPTH  ?= 3
 SEEDS  ?= seeds/seeds.txt

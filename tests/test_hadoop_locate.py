@@ -183,10 +183,10 @@ def test_crawl_without_a_hadoop_prints_one_line_and_exits_2(tmp_path, monkeypatc
     assert out == ''
 
 
-def make_n(*args):
-    """What `make -n` would run (nothing is run), with a bare environment."""
+def make_n(*args, **env):
+    """What `make -n` would run (nothing is run), with a bare environment (+ *env*)."""
     return subprocess.run(['make', '-n', '--no-print-directory'] + list(args), cwd=ROOT,
-                          env={'PATH': '/usr/bin:/bin', 'HOME': '/nonexistent'},
+                          env=dict(env, PATH='/usr/bin:/bin', HOME='/nonexistent'),
                           capture_output=True, text=True, timeout=60)
 
 
@@ -204,3 +204,7 @@ def test_make_sources_the_test_cluster_only_with_cluster_test(target):
     other = make_n(target, 'CLUSTER=prod', 'RUNNER=hadoop')
     assert other.returncode == 2 and other.stdout == ''
     assert 'CLUSTER=prod: only CLUSTER=test is known' in other.stderr
+    # a CLUSTER exported for something else is not make's: the local runner as ever
+    exported = make_n(target, CLUSTER='prod')
+    assert exported.returncode == 0, exported.stderr
+    assert 'env.sh' not in exported.stdout and ' -r local' in exported.stdout
