@@ -158,7 +158,6 @@ class NodeKiller(TaskKiller):
         self.nm_view = proc_view(nm)
         logs = node_conf(k, 'yarn.nodemanager.log-dirs').rstrip('/') + '/'
         os.kill(nm, signal.SIGKILL)
-        self.t_kill = time.monotonic()
         for _ in range(3):          # the node's containers: launch scripts, JVMs, Pythons
             for p in os.listdir('/proc'):
                 if not p.isdigit():
@@ -171,6 +170,9 @@ class NodeKiller(TaskKiller):
                 except OSError:
                     continue
             time.sleep(0.1)
+        # After the node's processes are gone: its fetch task could still send a request
+        # between the NodeManager's death and its own (a fetch then, not the re-run's).
+        self.t_kill = time.monotonic()
         self.node = k
 
 
