@@ -243,6 +243,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             nxt = str(len(parts) + 1)
             return self._send(200, _page('Trap level %d' % len(parts), _links(nxt + '/')))
         body = site.overrides.get(path, PAGES.get(path))
+        if callable(body):
+            body = body()
         if isinstance(body, tuple) and body[0] == 'redirect':     # ('redirect', '/to')
             return self._send(301, b'', headers=[('Location', body[1])])
         ctype, extra = 'text/html; charset=utf-8', ()
@@ -428,7 +430,8 @@ class FixtureSite:
         self.robots = robots
         self.robots_status = robots_status
         #: path -> body bytes (None: 404; ("redirect", "/to"): a 301) replacing the
-        #: site's pages, for re-crawls
+        #: site's pages, for re-crawls; or a function called in the request's thread
+        #: that returns one (tests order requests through it: threading.Event)
         self.overrides = {}
         self.stopping = threading.Event()
         self.lock = threading.Lock()

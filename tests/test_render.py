@@ -185,22 +185,49 @@ def test_the_address_policy_applies_to_the_browsers_requests(tmp_path):
     assert stats['pages_rendered_total'] == 1
 
 
+def _run_fetch(tmp_path, conf, records):
+    """MRFetch of *records* (one task with fetch.reducers=1): its counters."""
+    conf_file = tmp_path / 'conf.json'
+    conf_file.write_text(json.dumps(conf))
+    job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)])
+    job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n' for r in records).encode()))
+    with job.make_runner() as runner:
+        runner.run()
+        return C.merge_steps(runner.counters())
+
+
+def _after(event, body, then=None):
+    """A FixtureSite override: *body*, once *event* is set (at most 60 s); *then* is
+    set first, when the request arrives."""
+    def serve():
+        if then is not None:
+            then.set()
+        event.wait(60.0)
+        return body
+    return serve
+
+
 def test_a_request_to_a_key_another_thread_is_fetching_is_aborted(tmp_path):
     """The image's host is one of the task's keys, fetched by its own thread meanwhile:
-    a second fetcher would not keep that key's delay, so the request is aborted."""
+    a second fetcher would not keep that key's delay, so the request is aborted. In
+    order, through the servers: the page is served once busy's thread is inside its
+    request for /hold.html, which is answered once the page says its image failed."""
+    import threading
+    holding, failed = threading.Event(), threading.Event()
     with FixtureSite('127.0.0.8') as s, FixtureSite('127.0.0.9') as busy:
-        _serve_app(s, body=b'<img src="%s">' % busy.url('/image.png').encode())
-        conf = _conf(tmp_path, '127.0.0.8', True, 'fetch.reducers=1')   # one task
-        conf_file = tmp_path / 'conf.json'
-        conf_file.write_text(json.dumps(conf))
-        urls = [s.url('/')] + [busy.url('/a.html?i=%d' % i) for i in range(15)]
-        job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)])
-        job.sandbox(stdin=io.BytesIO(''.join(
-            json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in urls).encode()))
-        with job.make_runner() as runner:
-            runner.run()
-            counters = C.merge_steps(runner.counters())
+        _serve_app(s, body=b'<img src="%s" onerror="fetch(\'/failed\')">'
+                   % busy.url('/image.png').encode())
+        s.overrides['/'] = _after(holding, s.overrides['/'])
+        s.overrides['/failed'] = _after(failed, b'<p>ok</p>', then=failed)
+        busy.overrides['/hold.html'] = _after(failed, b'<p>held</p>', then=holding)
+        conf = _conf(tmp_path, '127.0.0.8', True, 'fetch.reducers=1',
+                     'fetch.read_timeout=60')      # /hold.html waits for a render
+        urls = [s.url('/'), busy.url('/hold.html')] + \
+            [busy.url('/a.html?i=%d' % i) for i in range(3)]
+        counters = _run_fetch(tmp_path, conf, [{'kind': 'url', 'url': u, 'depth': 0}
+                                               for u in urls])
         check_politeness(busy)
+        assert failed.is_set() and '/failed' in s.paths()
         assert '/image.png' not in busy.paths()
     assert counters['render']['subrequests_aborted_key_busy_total'] == 1
     assert counters['render']['pages_rendered_total'] == 1
