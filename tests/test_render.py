@@ -233,6 +233,60 @@ def test_a_request_to_a_key_another_thread_is_fetching_is_aborted(tmp_path):
     assert counters['render']['pages_rendered_total'] == 1
 
 
+def test_a_keys_thread_keeps_the_delay_after_the_renderers_request(tmp_path):
+    """The page's image is on a key whose own thread starts later (one thread: the
+    page's key, with more URLs, goes first): that thread's first request keeps the
+    delay after the renderer's request to its key. A delay well above the render's
+    idle time, so that a gap of that idle time alone would show."""
+    delay = 1.0
+    with FixtureSite('127.0.0.10') as s, FixtureSite('127.0.0.11') as k:
+        s.overrides['/'] = b'<html><img src="%s"></html>' % k.url('/image.png').encode()
+        s.overrides['/first.html'] = b'<html><p>first</p></html>'
+        conf = _conf(tmp_path, '127.0.0.10', True, 'fetch.reducers=1', 'fetch.threads=1',
+                     'politeness.delay=%s' % delay)
+        counters = _run_fetch(tmp_path, conf, [
+            {'kind': 'url', 'url': s.url('/first.html'), 'depth': 0, 'priority': 2},
+            {'kind': 'url', 'url': s.url('/'), 'depth': 0, 'priority': 1},  # rendered last
+            {'kind': 'url', 'url': k.url('/a.html'), 'depth': 0}])
+        assert k.paths() == ['/robots.txt', '/image.png', '/a.html']
+        check_politeness(k, delay)
+        check_politeness(s, delay)
+    assert counters['render']['subrequests_fetched_total'] == 1
+    assert counters['render']['subrequests_other_key_total'] == 1
+
+
+def test_the_renderer_keeps_the_delay_after_a_keys_thread_ended():
+    """A key's thread is done; then a page of another key asks the renderer for an
+    image of it (no browser needed: the request handed to the renderer's fetching
+    directly). That request keeps the delay after the thread's last request, and its
+    Crawl-delay."""
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    from jobs.lib.subrequest import Asked, Budget
+    delay = 1.0
+    robots = b'User-agent: *\nCrawl-delay: %s\n' % str(delay).encode()
+    with FixtureSite('127.0.0.12') as s, FixtureSite('127.0.0.13', robots=robots) as k:
+        conf = test_conf('politeness.delay=%s' % DELAY)
+        cache, resolver = RobotsCache(), Resolver(True)
+        renderer = Renderer(conf, cache, resolver)
+        page = HostFetcher(conf, cache, resolver)
+        page.key = '%s:%d' % (s.host, s.port)
+        try:
+            kf = HostFetcher(conf, cache, resolver)
+            docs = list(renderer.each(kf, [{'kind': 'url', 'url': k.url('/a.html'),
+                                            'depth': 0}], 0, '%s:%d' % (k.host, k.port)))
+            assert docs[0]['status'] == 'fetched'
+            got = renderer.requests.fetch(Asked(k.url('/image.png'), 'GET', {}), page,
+                                          Budget(conf['render']))
+        finally:
+            renderer.close()
+        assert got[0] == 200
+        assert k.paths() == ['/robots.txt', '/a.html', '/image.png']
+        check_politeness(k, delay)
+
+
 def test_a_task_that_renders_nothing_needs_no_render_distribution():
     """Every fetch task makes a Renderer; on YARN, a crawl that renders nothing ships
     neither Playwright nor CacheControl, so neither may be imported by it."""
@@ -246,7 +300,7 @@ def test_a_task_that_renders_nothing_needs_no_render_distribution():
             "from jobs.lib.robots import RobotsCache\n"
             "from tests.conftest import test_conf\n"
             "r = Renderer(test_conf(), RobotsCache(), Resolver(True))\n"
-            "assert list(r.each(type('F', (), {'fetch': lambda *a: iter([{}]), 'key': 'k'})(),"
+            "assert list(r.each(type('F', (), {'fetch': lambda *a: iter([{}]), 'key': 'k', 'slot': None})(),"
             " [], 0, 'k')) == [{}]\n"
             "r.close()\n")
     done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,

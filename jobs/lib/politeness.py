@@ -112,6 +112,20 @@ class Slot:
         self._last_end = self.clock() - ended_ago
         self._next_request = max(self._next_request, self._last_end + self.delay)
 
+    def follow(self, other):
+        """*other* is this key's Slot in another fetcher of the task, which made the
+        key's latest request: this one's next request waits as long as other's would
+        (its delay, Crawl-delay or retry pause after that request). Neither fetcher may
+        be requesting meanwhile."""
+        ago = other.ended_ago()
+        if ago is None:
+            return
+        now = self.clock()
+        if self._last_end is None or now - ago > self._last_end:
+            self._last_end = now - ago
+        self._next_request = max(self._next_request, self._last_end + self.delay,
+                                 now + other._next_request - other.clock())
+
     def ended_ago(self):
         """Seconds since the key's last request ended (None: it made none)."""
         return None if self._last_end is None else self.clock() - self._last_end

@@ -140,13 +140,13 @@ class Renderer:
     def each(self, hf, items, layer, key, *rest):
         """``hf.fetch(items, layer, key, *rest)``'s docs, each rendered first when its
         site asks for it."""
-        self.requests.busy(key, 1)
+        self.requests.busy(key, 1, hf.slot)
         try:
             for doc in hf.fetch(items, layer, key, *rest):
                 # The key's thread waits for its page: a fetcher's Slot is one thread's.
                 yield self._finish(self._submit(doc, hf)) if self.wants(doc) else doc
         finally:
-            loop = self._loop if self.requests.busy(key, -1) else None
+            loop = self._loop if self.requests.busy(key, -1, hf.slot) else None
             if loop is not None:     # the key's page, if it has one, is not needed now
                 try:       # (hf.key: the key the fetcher worked out when *key* is None)
                     loop.call_soon_threadsafe(self._release, hf.key)

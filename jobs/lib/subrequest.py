@@ -10,7 +10,9 @@ reason the render counters name (``subrequests_aborted_<reason>_total``):
   the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile,
   and a fetcher's requests go one at a time); a request to another key goes through
   a fetcher of that key made once per task (its own Slot at its delay), unless a
-  thread of the task is fetching that key at that moment (``key_busy``);
+  thread of the task is fetching that key at that moment (``key_busy``); that fetcher
+  and the key's thread hand the key's turn over (:meth:`SubRequests.busy`), so the
+  key's requests keep its delay whichever of them made the last one;
 - the task's cache (jobs.lib.subcache): a fresh stored response is answered without a
   request (``subrequests_cached_total``), a stale one is revalidated
   (``subrequests_revalidated_total`` when the server answers 304).
@@ -68,7 +70,8 @@ class SubRequests:
         self._lock = threading.Lock()
         self._fetcher_locks = {}
         self._busy = {}      # politeness key -> its threads fetching now
-        self._others = {}
+        self._others = {}       # politeness key -> the task's fetcher of it (_other)
+        self._ended = {}        # politeness key -> the Slot of its thread that ended last
         self._cache = None      # made with the first request: only crawls that render
 
     @property
@@ -79,12 +82,26 @@ class SubRequests:
                 self._cache = SubCache(self.conf['render']['cache_bytes'])
             return self._cache
 
-    def busy(self, key, n):
-        """A thread of the task starts (*n* = 1) or ends (-1) fetching *key*: whether
-        none is fetching it now."""
+    def busy(self, key, n, slot):
+        """A thread of the task starts (*n* = 1) or ends (-1) fetching *key*, *slot*
+        its fetcher's Slot: whether none is fetching it now. Whichever fetcher asks the
+        key, its requests keep the delay after the key's last: a thread that starts
+        waits for the request the task's fetcher of that key (:meth:`_other`) has in
+        flight and keeps the delay after it; once the key's last thread ends, that
+        fetcher keeps the delay after the thread's last request."""
         with self._lock:
             self._busy[key] = self._busy.get(key, 0) + n
-            return not self._busy[key]
+            idle = not self._busy[key]
+            if idle:
+                self._ended[key] = slot
+            other = self._others.get(key)
+        if other is not None and (n > 0 or idle):
+            with self._fetcher_lock(other):     # none of its requests is in flight now
+                if n > 0:
+                    slot.follow(other.slot)
+                else:
+                    other.slot.follow(slot)
+        return idle
 
     def fetch(self, req, hf, budget):
         """(status, headers, body) of one of the browser's requests, or why not."""
@@ -115,24 +132,29 @@ class SubRequests:
             f = self._other(url, key)
             self._stat(C.SUBREQUESTS_OTHER_KEY)
         try:
-            rules = f._rules_for(url)
-            if rules is not None and not rules.allowed(url):
-                return 'robots'
-            over = self._spend(budget)   # only requests that would go out spend it
-            if over is not None:
-                return over
-            return self._fetch(f, url, headers, budget)
+            return self._fetch(f, f is hf, url, headers, budget)
         except OutOfBudget:
             return 'time_budget'
         except TimeLimit:
             return 'over_budget_seconds' if time.monotonic() >= budget.deadline \
                 else 'time_limit'
 
-    def _fetch(self, f, url, headers, budget):
-        """GET *url* through fetcher *f*: its turn, its session, the page's budget. One
-        request of a fetcher at a time (the browser asks for several at once): one
-        connection per key, the delay between them."""
+    def _fetch(self, f, own, url, headers, budget):
+        """GET *url* through fetcher *f* (*own*: the page's): robots.txt, its turn, its
+        session, the page's budget. One request of a fetcher at a time (the browser
+        asks for several at once): one connection per key, the delay between them."""
         with self._fetcher_lock(f):
+            with self._lock:
+                if not own and self._busy.get(f.key):
+                    # A thread of the task started on the key while this request
+                    # waited for the one before it: the key is that thread's now.
+                    return 'key_busy'
+            rules = f._rules_for(url)
+            if rules is not None and not rules.allowed(url):
+                return 'robots'
+            over = self._spend(budget)   # only requests that would go out spend it
+            if over is not None:
+                return over
             # Stored while this request waited for the one before it (the browser asks
             # for the same script in two pages of the key at once)?
             stored = self._cached(url, headers, budget)
@@ -223,6 +245,8 @@ class SubRequests:
                                 delay=self.delays(url))
                 f.key = key
                 f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot)
+                if self._ended.get(key) is not None:   # a thread of the task fetched it
+                    f.slot.follow(self._ended[key])
                 self._others[key] = f
         return f
 
