@@ -287,6 +287,38 @@ def test_the_renderer_keeps_the_delay_after_a_keys_thread_ended():
         check_politeness(k, delay)
 
 
+@pytest.mark.parametrize('max_crawl_delay', [5.0, 0.5])
+def test_the_renderers_requests_keep_a_keys_crawl_delay(max_crawl_delay):
+    """Two images of a key whose robots.txt asks for a Crawl-delay, through the task's
+    fetcher of that key: one Crawl-delay apart, or aborted (and never requested) when
+    that is over politeness.max_crawl_delay, as the key's own pages would be refused."""
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    from jobs.lib.subrequest import Asked, Budget
+    robots = b'User-agent: *\nCrawl-delay: 1\n'
+    with FixtureSite('127.0.0.14') as s, FixtureSite('127.0.0.15', robots=robots) as k:
+        conf = test_conf('politeness.delay=%s' % DELAY,
+                         'politeness.max_crawl_delay=%s' % max_crawl_delay)
+        cache, resolver = RobotsCache(), Resolver(True)
+        renderer = Renderer(conf, cache, resolver)
+        page = HostFetcher(conf, cache, resolver)
+        page.key = '%s:%d' % (s.host, s.port)
+        try:
+            got = [renderer.requests.fetch(Asked(k.url('/%d.png' % i), 'GET', {}), page,
+                                           Budget(conf['render'])) for i in (1, 2)]
+        finally:
+            renderer.close()
+        if max_crawl_delay < 1:
+            assert got == ['crawl_delay', 'crawl_delay']
+            assert k.paths() == ['/robots.txt']
+            return
+        assert [g[0] for g in got] == [404, 404]     # the fixture has no such images
+        assert k.paths() == ['/robots.txt', '/1.png', '/2.png']
+        check_politeness(k, 1.0)
+
+
 def test_a_task_that_renders_nothing_needs_no_render_distribution():
     """Every fetch task makes a Renderer; on YARN, a crawl that renders nothing ships
     neither Playwright nor CacheControl, so neither may be imported by it."""

@@ -79,8 +79,9 @@ SUBREQUEST_BYTES = 'subrequest_bytes_total'  #: body bytes read for the browser
 SUBREQUEST_ROBOTS_FETCHED = 'subrequest_robots_txt_fetched_total'  #: robots.txt of other keys
 # Also, by reason: render_failed_<reason>_total (the page is parsed as fetched:
 # unavailable = no Playwright or browser, timeout, crash, browser_error, cancelled) and
-# subrequests_aborted_<reason>_total (robots, private_address, dns, scheme, method,
-# navigation, between_pages, over_budget_requests, over_budget_bytes, over_budget_seconds, time_limit,
+# subrequests_aborted_<reason>_total (robots, crawl_delay: robots.txt's is over
+# politeness.max_crawl_delay, private_address, dns, scheme, method, navigation,
+# between_pages, over_budget_requests, over_budget_bytes, over_budget_seconds, time_limit,
 # time_budget, key_busy: another key a thread of the task is fetching, error_<network
 # reason>).
 

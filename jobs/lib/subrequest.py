@@ -5,7 +5,8 @@ reason the render counters name (``subrequests_aborted_<reason>_total``):
 - GET and http(s) only; the page's :class:`Budget`: ``render.max_requests`` requests,
   ``render.max_bytes`` body bytes, ``render.max_seconds``;
 - the address policy (jobs.lib.netpolicy, through the resolver and the key's
-  KeySession), then robots.txt (the task's shared cache);
+  KeySession), then robots.txt (the task's shared cache), its Crawl-delay too
+  (``crawl_delay`` past ``politeness.max_crawl_delay``);
 - politeness: a request to the page's own key waits its turn on that key's Slot, so
   the server sees the gaps of a normal fetch (the key's thread is blocked meanwhile,
   and a fetcher's requests go one at a time); a request to another key goes through
@@ -35,6 +36,19 @@ WIRE_HEADERS = frozenset(('content-encoding', 'content-length', 'transfer-encodi
                            'connection', 'keep-alive'))
 #: Request headers of the browser passed on (the session sends our own User-Agent).
 PASSED_HEADERS = ('accept', 'referer')
+
+def _keep_crawl_delay(f, rules):
+    """Raise fetcher *f*'s delay to the Crawl-delay of robots.txt *rules* (None: not
+    obeyed), as the key's thread does: False if it is over politeness.max_crawl_delay
+    (the key's thread would refuse its pages)."""
+    delay = rules.crawl_delay() if rules is not None else None
+    if delay is None or delay <= f.slot.delay:
+        return True
+    if delay > f.max_crawl_delay:
+        return False
+    f.slot.raise_delay(delay)
+    return True
+
 
 class Asked:
     """What the route handler hands the pool of one of the browser's requests."""
@@ -152,6 +166,8 @@ class SubRequests:
             rules = f._rules_for(url)
             if rules is not None and not rules.allowed(url):
                 return 'robots'
+            if not _keep_crawl_delay(f, rules):
+                return 'crawl_delay'
             over = self._spend(budget)   # only requests that would go out spend it
             if over is not None:
                 return over
