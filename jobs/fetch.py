@@ -19,8 +19,7 @@ redirected (see jobs.lib.records):
   with ``--changes-dir`` the URLs whose current fetch they may change (changes/NNN).
 - ``fetch.parse = false``: a ``doc`` record with the body (doc/NNN), for MRParse.
 
-Two steps, as Nutch's generate partitions a segment into fetch lists and its fetcher
-is map-only:
+Two steps, as Nutch's generate makes fetch lists and its fetcher is map-only:
 
 1. **fetch lists.** The mapper computes each URL's politeness key (``politeness.key``:
    host, IP address or registered domain) and sends the URL to one of
@@ -276,7 +275,7 @@ class MRFetch(CrawlJob):
         self.taken.append(value)
 
     def _fetch_bin(self, values):
-        by_key, known, held, rules, paces = {}, {}, {}, {}, {}
+        by_key, known, held, rules, paces = {}, {}, {}, {}, self.renderer.requests.paces
         for pkey, rec in values:
             if rec.get('kind') == 'pace':
                 paces[pkey] = max(paces.get(pkey, 0.0), rec['ended_at'])
@@ -334,7 +333,8 @@ class MRFetch(CrawlJob):
                 rec = rules.record(origin)
                 if rec is not None:
                     self.robots_sink.add(rec)
-            for key, (url, ended_at) in sorted(self.paces.items()):
+            for key, (url, ended_at) in sorted(
+                    self.renderer.requests.last_requests(self.paces).items()):
                 self.robots_sink.add({'kind': 'pace', 'url': url, 'key': key,
                                       'ended_at': ended_at})
             self.robots_sink.add(dict(self.task, node=socket.gethostname(), seconds=round(

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import time
 
 import pytest
 
@@ -185,11 +186,11 @@ def test_the_address_policy_applies_to_the_browsers_requests(tmp_path):
     assert stats['pages_rendered_total'] == 1
 
 
-def _run_fetch(tmp_path, conf, records):
+def _run_fetch(tmp_path, conf, records, *args):
     """MRFetch of *records* (one task with fetch.reducers=1): its counters."""
     conf_file = tmp_path / 'conf.json'
     conf_file.write_text(json.dumps(conf))
-    job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)])
+    job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)] + list(args))
     job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n' for r in records).encode()))
     with job.make_runner() as runner:
         runner.run()
@@ -317,6 +318,57 @@ def test_the_renderers_requests_keep_a_keys_crawl_delay(max_crawl_delay):
         assert [g[0] for g in got] == [404, 404]     # the fixture has no such images
         assert k.paths() == ['/robots.txt', '/1.png', '/2.png']
         check_politeness(k, 1.0)
+
+
+def test_a_keys_pace_counts_the_renderers_requests(tmp_path):
+    """The pace record of a key (when its last request ended, for later layers) counts
+    a rendered page's request to it after its own thread ended (one thread: the key,
+    with more URLs, goes first); a key only the renderer asked gets one too."""
+    with FixtureSite('127.0.0.16') as s, FixtureSite('127.0.0.17') as k, \
+            FixtureSite('127.0.0.18') as only:
+        s.overrides['/'] = b'<html><img src="%s"><img src="%s"></html>' % (
+            k.url('/image.png').encode(), only.url('/image.png').encode())
+        conf = _conf(tmp_path, '127.0.0.16', True, 'fetch.reducers=1', 'fetch.threads=1')
+        out = tmp_path / 'robots'
+        _run_fetch(tmp_path, conf, [{'kind': 'url', 'url': u, 'depth': 0} for u in (
+            k.url('/a.html'), k.url('/b.html'), s.url('/'))], '--robots-dir', str(out))
+        assert k.paths() == ['/robots.txt', '/a.html', '/b.html', '/image.png']
+        # The servers log monotonic times; the pace records are epoch seconds.
+        asked = {site: site.requests[-1]['t'] + time.time() - time.monotonic()
+                 for site in (k, only)}
+        check_politeness(k)
+    paces = {r['key']: r for f in out.iterdir() for r in map(json.loads, f.open())
+             if r['kind'] == 'pace'}
+    assert paces['%s:%d' % (k.host, k.port)]['url'] == k.url('/a.html')
+    assert paces['%s:%d' % (only.host, only.port)]['url'] == only.url('/image.png')
+    for site in (k, only):
+        assert paces['%s:%d' % (site.host, site.port)]['ended_at'] >= asked[site]
+
+
+def test_the_renderer_keeps_the_delay_after_a_keys_last_request_in_an_earlier_layer():
+    """A key asked just now in an earlier layer (its pace record, joined to the task's
+    list): the renderer's first request to it keeps the delay after that one."""
+    from jobs.lib.fetcher import HostFetcher
+    from jobs.lib.netpolicy import Resolver
+    from jobs.lib.render import Renderer
+    from jobs.lib.robots import RobotsCache
+    from jobs.lib.subrequest import Asked, Budget
+    delay = 1.0
+    with FixtureSite('127.0.0.19') as s, FixtureSite('127.0.0.20') as k:
+        conf = test_conf('politeness.delay=%s' % delay, 'politeness.obey_robots=false')
+        cache, resolver = RobotsCache(), Resolver(True)
+        renderer = Renderer(conf, cache, resolver)
+        page = HostFetcher(conf, cache, resolver)
+        page.key = '%s:%d' % (s.host, s.port)
+        renderer.requests.paces['%s:%d' % (k.host, k.port)] = time.time()
+        asked = time.monotonic()
+        try:
+            got = renderer.requests.fetch(Asked(k.url('/image.png'), 'GET', {}), page,
+                                          Budget(conf['render']))
+        finally:
+            renderer.close()
+        assert got[0] == 200 and k.paths() == ['/image.png']
+        assert k.requests[0]['t'] >= asked + delay * 0.95
 
 
 def test_a_task_that_renders_nothing_needs_no_render_distribution():

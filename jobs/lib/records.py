@@ -111,8 +111,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     500 KiB). Later layers of the cycle reuse it for politeness.robots_cache_hours.
 
 ``pace`` (robots/NNN, beside the robots records): one per politeness key the layer's
-    fetch asked: url (one of the key's URLs in the layer: the first of its list), key,
-    ended_at (float: epoch seconds, when its last request ended).
+    fetch asked: url (one of the key's URLs in the layer: the first of its list, or
+    the first the renderer asked for), key, ended_at (float: epoch seconds, when its
+    last request ended, its own thread's or a rendered page's).
     A later layer's first request to the key waits politeness.delay from then.
 
 ``task`` (robots/NNN, beside them): one per fetch task: url (the first URL it wrote a

@@ -86,6 +86,9 @@ class SubRequests:
         self._busy = {}      # politeness key -> its threads fetching now
         self._others = {}       # politeness key -> the task's fetcher of it (_other)
         self._ended = {}        # politeness key -> the Slot of its thread that ended last
+        #: politeness key -> when its last request in an earlier layer ended (epoch
+        #: seconds: the fetch list's pace records), which the task's fetcher of it keeps
+        self.paces = {}
         self._cache = None      # made with the first request: only crawls that render
 
     @property
@@ -259,12 +262,30 @@ class SubRequests:
             if f is None:
                 f = HostFetcher(self.conf, self.robots_cache, self.resolver,
                                 delay=self.delays(url))
-                f.key = key
+                f.key, f.first_url = key, url
                 f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot)
+                if self.paces.get(key) is not None:
+                    # Another machine's clock a little ahead counts as 'just now'.
+                    f.slot.resume(max(0.0, time.time() - self.paces[key]))
                 if self._ended.get(key) is not None:   # a thread of the task fetched it
                     f.slot.follow(self._ended[key])
                 self._others[key] = f
         return f
+
+    def last_requests(self, paces):
+        """*paces* ({politeness key: (a URL of it, epoch seconds its last request
+        ended)}, the task's threads'), with the last requests of the task's fetchers of
+        other keys where they ended later: the pace records the task writes."""
+        paces = dict(paces)
+        with self._lock:
+            others = list(self._others.items())
+        for key, f in others:
+            ago = f.slot.ended_ago()
+            if ago is not None and (key not in paces or
+                                    paces[key][1] < time.time() - ago):
+                paces[key] = (paces[key][0] if key in paces else f.first_url,
+                              time.time() - ago)
+        return paces
 
     def close(self):
         """Close the other keys' sessions; count their robots.txt fetches."""
