@@ -397,3 +397,46 @@ def test_crawl_with_site_config_and_topic_profile(static_site, tmp_path):
     assert off >= 1 and on >= 4
     layer1 = report['layers'][1]['links_rejected']
     assert layer1['off_topic'] == 1
+
+
+def test_hosts_with_a_port_match_that_host_on_that_port(tmp_path):
+    """hosts = ["127.0.0.1:PORT"], as a site on loopback is written, matches the URLs of
+    that host and port (a default port where the URL names none), and no other port;
+    its entry URL is a page of the site. A bare host still matches every port."""
+    path = tmp_path / 'local.toml'
+    path.write_text('[site]\nhosts = ["127.0.0.1:8080", "*.films.example:443", "[::1]:81", '
+                    '"Plain.example"]\nentry = ["http://127.0.0.1:8080/start"]\n')
+    spec = sites.load_file(str(path))
+    assert spec['hosts'] == ['127.0.0.1:8080', '*.films.example:443', '[::1]:81',
+                             'plain.example']
+    assert spec['entry'] == ['http://127.0.0.1:8080/start']
+    index = sites.SiteIndex([spec])
+    for url, matched in (('http://127.0.0.1:8080/a', True), ('http://127.0.0.1:8081/a', False),
+                         ('http://127.0.0.1/a', False), ('https://www.films.example/x', True),
+                         ('https://www.films.example:8443/x', False),
+                         ('http://www.films.example/x', False), ('http://[::1]:81/', True),
+                         ('http://[::1]/', False), ('http://plain.example:9999/', True),
+                         ('http://plain.example/', True)):
+        assert (index.match(url) is not None) == matched, url
+    site_conf = sites.parse_site({'site': {'hosts': ['127.0.0.1:80']}}, 'x.toml')
+    assert sites.SiteIndex([site_conf]).match('http://127.0.0.1/') is not None
+
+
+@pytest.mark.parametrize('entry,message', [
+    ('http://films.example/', '\'http://films.example/\' is not a host name: write '
+                              '"films.example" (the host alone, or "host:port")'),
+    ('https://127.0.0.1:8080/x', 'write "127.0.0.1:8080"'),
+    ('films.example/shop', 'write "films.example"'),
+    ('films.example:notaport', "the port 'notaport' is not a number from 1 to 65535"),
+    ('films.example:0', "the port '0' is not a number from 1 to 65535"),
+    ('films.example:', "the port '' is not a number"),
+    ('::1', 'an IPv6 address goes in brackets'),
+])
+def test_a_bad_hosts_entry_says_what_to_write(tmp_path, entry, message):
+    path = tmp_path / 'bad.toml'
+    path.write_text('[site]\nhosts = [%s]\n' % json.dumps(entry))
+    with pytest.raises(sites.SiteConfigError) as e:
+        sites.load_file(str(path))
+    text = str(e.value)
+    assert text.startswith('%s: site.hosts: %r' % (path, entry)), text
+    assert message in text and '\n' not in text

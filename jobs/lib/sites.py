@@ -4,7 +4,10 @@ A site file is TOML, read with tomllib (never executed)::
 
     [site]
     name = "films"                        # default: the file name without .toml
-    hosts = ["films.example", "*.films.example"]   # host names, globs allowed
+    hosts = ["films.example", "*.films.example"]   # host names, globs allowed; with a
+                                          # port ("127.0.0.1:8080"), that host on that
+                                          # port only (the default port of http or
+                                          # https where the URL names none)
     urls = []                             # regexes: a page matches when its URL matches one
     pages = ['/film/\\d+']                # regexes: pages whose fields are extracted
                                           # (default: every page of the site)
@@ -44,9 +47,11 @@ the resolved configuration (``conf['sites']``, plain JSON), so tasks never read
 ``conf/``. Errors are :class:`SiteConfigError` naming the file and the key.
 """
 import fnmatch
+import json
 import os
 import re
 import tomllib
+import urllib.parse
 
 from jobs.lib import config
 from jobs.lib.config import ConfigError
@@ -158,7 +163,7 @@ def parse_site(data, path):
     name = site.get('name', os.path.splitext(os.path.basename(path))[0])
     if not isinstance(name, str) or not name:
         raise _err(path, 'site.name must be a non-empty string')
-    hosts = [h.lower() for h in _str_list(path, 'site.hosts', site.get('hosts', []))]
+    hosts = [_host_entry(path, h) for h in _str_list(path, 'site.hosts', site.get('hosts', []))]
     url_res = _regexes(path, 'site.urls', site.get('urls', []))
     if not hosts and not url_res:
         raise _err(path, 'site.hosts or site.urls must name the pages of the site')
@@ -207,6 +212,54 @@ def parse_site(data, path):
             'deny': _regexes(path, 'links.deny', links.get('deny', [])),
             'fields': fields, 'resources': resources,
             'delay': None if delay is None else float(delay), 'render': render, **limits}
+
+
+_HOSTS_EXAMPLE = 'e.g. hosts = ["films.example", "*.films.example", "127.0.0.1:8080"]'
+
+
+def _host_entry(path, entry):
+    """One site.hosts entry, lower-cased: a host name or glob, an IP address (IPv6 in
+    brackets), each with an optional ``:port``; else a SiteConfigError saying what to
+    write instead."""
+    h = entry.strip().lower()
+    if '://' in h or '/' in h or '@' in h or not h or any(c.isspace() for c in h):
+        netloc = urllib.parse.urlsplit(h if '://' in h else '//' + h).netloc \
+            if h and not any(c.isspace() for c in h) else ''
+        hint = ('write %s (the host alone, or "host:port")' % json.dumps(
+            netloc.rpartition('@')[2]) if netloc else
+            'write the host alone, or "host:port"')
+        raise _err(path, 'site.hosts: %r is not a host name: %s; %s', entry, hint,
+                   _HOSTS_EXAMPLE)
+    name, port = _split_port(h)
+    if name.startswith('[') != name.endswith(']') or (':' in name and not name.startswith('[')):
+        raise _err(path, 'site.hosts: %r: an IPv6 address goes in brackets, with an '
+                   'optional port: "[::1]" or "[::1]:8080"', entry)
+    if port is not None and not (port.isdigit() and 1 <= int(port) <= 65535):
+        raise _err(path, 'site.hosts: %r: the port %r is not a number from 1 to 65535; '
+                   '%s', entry, port, _HOSTS_EXAMPLE)
+    return name if port is None else '%s:%d' % (name, int(port))
+
+
+def _split_port(entry):
+    """``'name:port'`` -> ``('name', 'port')``; ``'name'`` -> ``('name', None)``
+    (``[v6]`` and ``[v6]:port`` too)."""
+    if entry.startswith('['):
+        name, _, rest = entry.partition(']')
+        name += ']'
+        return (name, rest[1:]) if rest.startswith(':') else (name + rest, None)
+    if entry.count(':') == 1:
+        name, _, port = entry.partition(':')
+        return name, port
+    return entry, None
+
+
+def url_port(url):
+    """The port of a normalised http(s) URL: the one it names, else its scheme's."""
+    from jobs.lib.urls import host
+    name, port = _split_port(host(url))
+    if port and port.isdigit():
+        return int(port)
+    return 443 if url[:6].lower() == 'https:' else 80
 
 
 def _entry_urls(path, value, hosts, url_res):
@@ -298,9 +351,13 @@ class Site:
     def __init__(self, spec):
         self.spec = spec
         self.name = spec['name']
-        self.exact_hosts = frozenset(h for h in spec['hosts'] if not _is_glob(h))
-        self.host_globs = [re.compile(fnmatch.translate(h)) for h in spec['hosts']
-                           if _is_glob(h)]
+        entries = [_split_port(h) for h in spec['hosts']]
+        self.exact_hosts = frozenset(n for n, p in entries if p is None and not _is_glob(n))
+        # "host:port" entries: (name, port); globs: (compiled, port or None)
+        self.host_ports = frozenset((n, int(p)) for n, p in entries
+                                    if p is not None and not _is_glob(n))
+        self.host_globs = [(re.compile(fnmatch.translate(n)), p and int(p))
+                           for n, p in entries if _is_glob(n)]
         self.url_res = [re.compile(p) for p in spec['urls']]
         self.page_res = [re.compile(p) for p in spec['pages']]
         self.follow = [re.compile(p) for p in spec['follow']]
@@ -310,7 +367,11 @@ class Site:
         self.render = spec.get('render', False)
 
     def matches(self, host, url):
-        return (host in self.exact_hosts or any(g.match(host) for g in self.host_globs)
+        if host in self.exact_hosts:
+            return True
+        port = url_port(url) if self.host_ports or self.host_globs else None
+        return ((host, port) in self.host_ports
+                or any(g.match(host) and p in (None, port) for g, p in self.host_globs)
                 or any(r.search(url) for r in self.url_res))
 
     def extracts(self, url):
@@ -325,6 +386,8 @@ class Site:
 
 
 def _is_glob(text):
+    if text.startswith('[') and text.endswith(']') and ':' in text:
+        return False                   # an IPv6 address in brackets
     return any(c in text for c in '*?[')
 
 
