@@ -139,7 +139,10 @@ def _add_db(sub):
     st = db_sub.add_parser('stats', help='URLs by status, depth and host.')
     st.add_argument('out', metavar='OUT', help='Crawl output folder.')
     st.add_argument('--json', action='store_true', help='Print JSON instead of a table.')
-    gt = db_sub.add_parser('get', help='The crawl database record of URL(s).')
+    gt = db_sub.add_parser('get', help='The crawl database record of URL(s).',
+                           description='Print the crawl database records of the URLs '
+                                       'found; the ones not found are named on stderr. '
+                                       'Exit status 1 when none is found.')
     gt.add_argument('out', metavar='OUT', help='Crawl output folder.')
     gt.add_argument('urls', metavar='URL', nargs='+', help='URL(s), any spelling.')
     for p in (st, gt):
@@ -264,11 +267,12 @@ def run_db(args):
     except FileNotFoundError as e:
         print('mrcrawl: %s' % e, file=sys.stderr)
         return EXIT_USAGE
-    if not records:
-        print('mrcrawl: not in the crawl database: %s' % ' '.join(args.urls), file=sys.stderr)
-        return 1
-    print(db.format_records(records))
-    return 0
+    absent = db.missing(args.urls, records)
+    if records:
+        print(db.format_records(records), flush=True)
+    if absent:
+        print('mrcrawl: not in the crawl database: %s' % ' '.join(absent), file=sys.stderr)
+    return 0 if records else 1
 
 
 def main(argv=None):

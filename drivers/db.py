@@ -2,6 +2,9 @@
 
 Both run a small job over the newest crawldb/NNN (so they work the same on local folders
 and on HDFS, and never load the database into the driver) and print the result.
+
+``db get`` prints the records of the URLs it found and, on stderr, one line naming the
+given URLs it did not find (as given); its exit status is 1 only when it found none.
 """
 import json
 
@@ -63,6 +66,14 @@ def get(out, url_list, runner='inline'):
     for url in url_list:
         args += ['--url', url]
     return _run(MRDbGet, args + [newest_crawldb(out)], runner, out)
+
+
+def missing(url_list, records):
+    """The URLs of *url_list* (as given) that no record of *records* is: each is
+    normalised as MRDbGet normalises it."""
+    from jobs.lib import urls
+    found = {r['url'] for r in records}
+    return [u for u in url_list if (urls.normalize(u) or u) not in found]
 
 
 def format_records(records):

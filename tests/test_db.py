@@ -6,6 +6,18 @@ from tests.test_crawl_e2e import crawl_fixture
 from tests.test_cli import mrcrawl
 
 
+def records(text):
+    """The JSON records `db get` printed one after another."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while i < len(text):
+        if text[i].isspace():
+            i += 1
+            continue
+        rec, i = decoder.raw_decode(text, i)
+        out.append(rec)
+    return out
+
+
 def test_db_stats_and_get(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'inline', depth=1)
     stats = db.stats(out)
@@ -26,5 +38,16 @@ def test_db_stats_and_get(site, tmp_path):
 
     res = mrcrawl('db', 'stats', out, '--json')
     assert json.loads(res.stdout)['urls'] == stats['urls']
-    assert mrcrawl('db', 'get', out, 'http://not.crawled/').returncode == 1
+    res = mrcrawl('db', 'get', out, 'http://not.crawled/')
+    assert res.returncode == 1 and res.stdout == ''
+    assert res.stderr.splitlines() == ['mrcrawl: not in the crawl database: http://not.crawled/']
+    # Some found, some not: the records found, one line naming the others (as given).
+    missing = [site.url('/nowhere.html'), 'HTTP://Not.Crawled/x']
+    res = mrcrawl('db', 'get', out, site.url('/a.html'), missing[0], site.url('/b.html'),
+                  missing[1])
+    assert res.returncode == 0, res.stderr
+    assert sorted(r['url'] for r in records(res.stdout)) == [site.url('/a.html'),
+                                                             site.url('/b.html')]
+    assert res.stderr.splitlines() == ['mrcrawl: not in the crawl database: %s' % (
+        ' '.join(missing))]
     assert mrcrawl('db', 'stats', str(tmp_path / 'nothing')).returncode == 2
