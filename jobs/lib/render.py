@@ -52,9 +52,11 @@ def tool_warnings(conf):
     if not os.access(browser, os.X_OK):
         return ['render: no browser at %s (render.browser): pages of render = true sites '
                 'are parsed as fetched (Debian: apt-get install chromium)' % browser]
-    if importlib.util.find_spec('playwright') is None:
-        return ['render: no Playwright (pip install playwright): pages of render = true '
-                'sites are parsed as fetched']
+    try:                  # imported, not only found: a broken install is said here too
+        importlib.import_module('playwright.sync_api')
+    except Exception as e:
+        return ['render: Playwright cannot load (%s; pip install playwright): pages of '
+                'render = true sites are parsed as fetched' % ' '.join(str(e).split())]
     return []
 
 
