@@ -25,6 +25,7 @@ import logging
 import os
 import sys
 
+from drivers import interrupts
 from jobs.lib import config
 
 EXIT_USAGE = 2
@@ -294,11 +295,10 @@ def main(argv=None):
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
-        # mrjob's runners clean their temporary folders up as the interrupt unwinds
-        # them; the crawl resumes from its last finished step.
-        print('mrcrawl: interrupted; run the same command again to continue',
-              file=sys.stderr)
-        return EXIT_INTERRUPTED
+        # Ctrl-C, or SIGTERM (drivers/interrupts.py). mrjob's runners clean their
+        # temporary folders up as the interrupt unwinds them; the crawl resumes from
+        # its last finished step. Then no process below this one is left, one line.
+        return interrupts.interrupted()
     except Exception as e:      # one raised before a command's own try (no Hadoop)
         from drivers.crawl import CrawlError
         if not isinstance(e, CrawlError):
@@ -312,15 +312,22 @@ def run():
     interpreter's teardown. By then every output is written and closed; the teardown
     would only free what the crawl loaded (the language model, lxml, pyarrow,
     matplotlib), a few tenths of a second at the end of every run. The exit handlers
-    (logging's flush among them) still run. A failed or interrupted run exits the
-    usual way: its threads and mrjob's clean-up may still be unwinding."""
-    status = main()
-    if status:
+    (logging's flush among them) still run. A failed run exits the usual way; an
+    interrupted one as a successful one does, so that no thread of its (an inline
+    fetch's) holds its exit up. SIGINT and SIGTERM: drivers/interrupts.py."""
+    interrupts.install()       # drivers.interrupts.command did it first, for the script
+    try:
+        status = main()
+        interrupts.finishing()     # from here a signal ends the process at once
+    except KeyboardInterrupt:      # outside main's own handler (the arguments' parsing)
+        status = interrupts.interrupted()
+        interrupts.finishing()
+    if status and not interrupts.received():
         sys.exit(status)
     atexit._run_exitfuncs()
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(status)
 
 
 COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out, site_dirs=args.sites),

@@ -181,18 +181,31 @@ def run_task_in_child(module, class_name, title, args, driver_path, task_type, s
 
 
 def _child_main(func, conn):
-    """A task child: run *func*; send None, or the exception, back to the driver."""
+    """A task child: run *func*; send None, or the exception, back to the driver. A
+    driver no longer listening (interrupted: it ends its tasks) gets nothing, and the
+    child exits without a traceback."""
     try:
         func()
     except BaseException as e:
-        try:
-            conn.send(e if isinstance(e, _TaskFailedException)
+        _send_quietly(conn, e if isinstance(e, _TaskFailedException)
                       else RuntimeError('%s: %s' % (type(e).__name__, e)))
-        finally:
-            conn.close()
         os._exit(1)
-    conn.send(None)
-    conn.close()
+    if not _send_quietly(conn, None):
+        os._exit(1)
+
+
+def _send_quietly(conn, value):
+    """Send *value* and close *conn*; False when the driver's end is gone."""
+    try:
+        conn.send(value)
+        return True
+    except OSError:          # BrokenPipeError: the driver closed its end
+        return False
+    finally:
+        try:
+            conn.close()
+        except OSError:
+            pass
 
 
 class SortFailed(RuntimeError):
