@@ -113,6 +113,10 @@ def start(fn, name):
 
 
 def _child(conn, fn, parent):
+    # Ctrl-C and SIGTERM are the driver's (drivers/interrupts.py, whose handlers the
+    # fork copied): it cancels this child, or the child dies with it.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):       # not Linux: the child may outlive a kill

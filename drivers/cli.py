@@ -315,8 +315,8 @@ def run():
     (logging's flush among them) still run. A failed run exits the usual way; an
     interrupted one as a successful one does, so that no thread of its (an inline
     fetch's) holds its exit up. SIGINT and SIGTERM: drivers/interrupts.py."""
-    interrupts.install()       # drivers.interrupts.command did it first, for the script
     try:
+        interrupts.install()       # done already when entered by the console script
         status = main()
         interrupts.finishing()     # from here a signal ends the process at once
     except KeyboardInterrupt:      # outside main's own handler (the arguments' parsing)

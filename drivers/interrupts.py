@@ -3,7 +3,8 @@
 The console script enters at :func:`command`, which installs the handlers before it
 imports anything of the crawler (drivers/cli.py and what it imports take a tenth of a
 second, the crawl's first job a good deal more), so an interrupt in the first moments is
-handled as one later on:
+handled as one later on. (Before that, while Python itself starts, a few hundredths of
+a second, Python's defaults apply: a SIGINT traceback, a silent SIGTERM death.)
 
 - **SIGTERM acts as SIGINT**: both raise in the main thread (:class:`Interrupted`, a
   KeyboardInterrupt), so the crawl unwinds the same way: mrjob's runners remove their
@@ -15,8 +16,14 @@ handled as one later on:
   becomes its child instead of init's; after the unwind :func:`end_descendants` sends
   SIGTERM to every process below it (task processes of the local runner, the fork
   server, ``sort``, Chromium, ffmpeg), and SIGKILL to any still there after a grace
-  period. A terminal's Ctrl-C reaches them all anyway; ``kill PID`` reaches only the
-  command.
+  period. ``kill PID`` reaches only the command; a terminal's Ctrl-C reaches the whole
+  process group, but the local runner's fork server and its tasks ignore SIGINT
+  (drivers/runners.py: the server would print a traceback if it came while it imports
+  the jobs) and a child forked beside the driver (drivers/beside.py) too: the command
+  ends them.
+- **An interrupt Python swallows**, raised in a weakref callback or a ``__del__`` (the
+  import system runs such callbacks) and printed as "Exception ignored", is raised
+  again instead (:func:`_unraisable`), so the crawl does not go on.
 - **A second signal while the first unwinds** ends the command at once: its children
   killed, the same line, the same status.
 
@@ -24,9 +31,12 @@ handled as one later on:
 KeyboardInterrupt still prints the line, but no process is signalled.
 """
 import os
-import signal
 import sys
 import time
+
+# _signal, not signal: the handlers go in before anything else is imported, and signal
+# imports enum, a good part of the time from the command's start to its handlers.
+import _signal as signal
 
 #: What cli.main prints for an interrupted run.
 LINE = 'mrcrawl: interrupted; run the same command again to continue'
@@ -39,13 +49,17 @@ _PR_SET_CHILD_SUBREAPER = 36
 _installed = False
 _signum = None            # the first signal received
 _finishing = False        # the command is past its work: a signal ends it at once
+_again = False            # the interrupt was swallowed (see _unraisable): raise it again
+_deferring = 0            # depth of deferred() blocks
+_pending = False          # an interrupt that came in a deferred() block
+_unraisable_hook = None   # sys.unraisablehook before install()
 
 
 class Interrupted(KeyboardInterrupt):
     """SIGTERM (or SIGINT) received by the command, raised in its main thread."""
 
     def __init__(self, signum):
-        super().__init__(signal.Signals(signum).name)
+        super().__init__('SIGTERM' if signum == signal.SIGTERM else 'SIGINT')
         self.signum = signum
 
 
@@ -62,6 +76,8 @@ def install():
     except ValueError:          # not the main thread: leave the signals alone
         return
     _installed = True
+    global _unraisable_hook
+    _unraisable_hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -70,11 +86,14 @@ def install():
 
 
 def _on_signal(signum, frame):
-    global _signum
-    if _signum is None:
-        _signum = signum
+    global _signum, _again, _pending
+    if _signum is None or _again:
+        _signum, _again = _signum or signum, False
+        if _deferring:
+            _pending = True
+            return
         if not _finishing:
-            raise Interrupted(signum)
+            raise Interrupted(_signum)
     # A second signal while the first unwinds, or one as the command exits (where an
     # exception would be printed as ignored): end now. os.write, not print: the main
     # thread may be inside a write to stderr.
@@ -84,6 +103,46 @@ def _on_signal(signum, frame):
     except OSError:
         pass
     os._exit(status())
+
+
+class deferred:
+    """``with deferred():`` a block the interrupt does not cut short (one that hands a
+    request to another process): it is raised as the block ends. A second signal still
+    ends the command at once."""
+
+    def __enter__(self):
+        global _deferring
+        _deferring += 1
+
+    def __exit__(self, *exc):
+        global _deferring, _pending
+        _deferring -= 1
+        if not _deferring and _pending:
+            _pending = False
+            if not _finishing:
+                raise Interrupted(_signum)
+
+
+def _unraisable(unraisable):
+    """sys.unraisablehook: an exception Python can only print as ignored, raised in a
+    weakref callback or a ``__del__`` (the import system runs such callbacks). When it
+    is the interrupt, it is raised again, silently, at the next occasion, so that the
+    command does not go on with the crawl. Anything else: the usual hook."""
+    global _again
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _signum is not None:
+        # From another thread, a moment later: the main thread would run the handler
+        # at once, inside this hook, which swallows what it raises in turn.
+        import threading
+        _again = True
+        threading.Thread(target=_raise_again, name='mrcrawl-interrupt', daemon=True).start()
+        return
+    _unraisable_hook(unraisable)
+
+
+def _raise_again():
+    import _thread
+    time.sleep(0.01)
+    _thread.interrupt_main(_signum)
 
 
 def finishing():
@@ -109,7 +168,10 @@ def interrupted():
     if _installed:
         # Further signals now only hurry this up (see _on_signal).
         end_descendants()
-    print(LINE, file=sys.stderr, flush=True)
+    try:
+        print(LINE, file=sys.stderr, flush=True)
+    except (OSError, ValueError):      # stderr closed: the status says it
+        pass
     return status()
 
 
@@ -202,8 +264,8 @@ def _reap():
 
 def command():
     """The ``mrcrawl`` console script (setup.cfg): the handlers, then drivers.cli.run."""
-    install()
     try:
+        install()
         from drivers import cli
     except KeyboardInterrupt:
         sys.exit(interrupted())

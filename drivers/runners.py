@@ -59,6 +59,7 @@ from mrjob.local import LocalMRJobRunner, _TaskFailedException
 from mrjob.step import StepFailedException
 from mrjob.util import save_current_environment, save_cwd, save_sys_path, save_sys_std
 
+from drivers import interrupts
 from drivers.tmp_removal import RemovedLater
 from jobs.base import KEY_PARTITIONS, whole_files
 from jobs.lib import BUFFER_BYTES
@@ -106,8 +107,30 @@ def task_context():
         ctx = multiprocessing.get_context('forkserver')
         ctx.set_forkserver_preload(task_preload())
         atexit.register(_stop_fork_server)
+        _start_fork_server()
         _context = ctx
     return _context
+
+
+def _start_fork_server():
+    """Start the fork server with SIGINT ignored, as it and every task it forks then
+    stay (an ignored signal stays ignored across exec): a terminal's Ctrl-C reaches the
+    whole process group, and the server, for the second it imports the job modules,
+    would die of it with a KeyboardInterrupt traceback. The driver gets it and ends its
+    tasks (drivers/interrupts.py). A SIGINT to the driver in the meantime is blocked,
+    so it is not lost: it arrives once the driver's handler is back."""
+    from multiprocessing import forkserver
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()       # signal.signal: the main thread's only
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _stop_fork_server(wait=10.0):
@@ -451,9 +474,13 @@ class LocalRunner(RemovedLater, _RangeSplits, LocalMRJobRunner):
                     recv, send = ctx.Pipe(duplex=False)
                     proc = ctx.Process(target=_child_main, args=(pending.pop(0), send),
                                        daemon=True)
-                    proc.start()
-                    send.close()
-                    running[proc.sentinel] = (proc, recv)
+                    # An interrupt mid-request would leave the fork server a request
+                    # cut short, which it dies of with a traceback: it waits until the
+                    # task is started and known (drivers/interrupts.py).
+                    with interrupts.deferred():
+                        proc.start()
+                        send.close()
+                        running[proc.sentinel] = (proc, recv)
                 if not running:
                     break
                 for sentinel in multiprocessing.connection.wait(list(running)):

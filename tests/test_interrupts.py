@@ -114,6 +114,24 @@ def wait_for_process(proc, text, limit=60):
     raise AssertionError('no %r process within %s s' % (text, limit))
 
 
+def wait_for_handlers(proc, limit=30):
+    """Wait until the command catches SIGTERM (/proc's SigCgt): its handlers are in, a
+    few hundredths of a second after the start, before it imports the crawler. (Before
+    that, Python's own defaults apply.)"""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            with open('/proc/%d/status' % proc.pid) as f:
+                caught = int(next(l for l in f if l.startswith('SigCgt:')).split()[1], 16)
+        except (OSError, StopIteration):
+            caught = 0
+        if caught & (1 << (signal.SIGTERM - 1)):
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.002)
+    raise AssertionError('no SIGTERM handler within %s s' % limit)
+
+
 def wait_for(proc, text, limit=60):
     """Read the command's output until a line holds *text*."""
     deadline = time.monotonic() + limit
@@ -140,12 +158,14 @@ def crawl_argv(site, tmp_path, *sets, render=False):
     return argv
 
 
-#: (how the signal is sent, which, when: None = 0.3 s after the start, the output line
-#: after which it is sent, or "process:TEXT", a process below the command whose
-#: command line holds TEXT; then the delay before it is sent, settings)
+#: (how the signal is sent, which, when: "handlers", once the command's handlers are
+#: in, the output line after which it is sent, or "process:TEXT", a process below the
+#: command whose command line holds TEXT; then the delay before it is sent, settings)
 CASES = {
-    # Ctrl-C in the first moments: the imports, the folder's preparation.
-    'ctrl-c-at-start': ('group', signal.SIGINT, None, 0.3, ()),
+    # Ctrl-C in the first moments: the imports of the crawler, as soon as the command
+    # can catch it, and 0.3 s later (the folder's preparation, the first job's start).
+    'ctrl-c-at-start': ('group', signal.SIGINT, 'handlers', 0.0, ()),
+    'ctrl-c-at-0.3s': ('group', signal.SIGINT, 'handlers', 0.3, ()),
     # Ctrl-C as the local runner's first job starts its fork server and tasks.
     'ctrl-c-first-layer': ('group', signal.SIGINT, 'layer 000', 0.0,
                            ('runner.uber_max_bytes=0',)),
@@ -171,9 +191,10 @@ def test_an_interrupted_crawl_says_one_line_leaves_nothing_and_resumes(site, tmp
     proc = start(argv)
     seen = {}
     try:
-        if after and after.startswith('process:'):
+        wait_for_handlers(proc)
+        if after.startswith('process:'):
             seen = wait_for_process(proc, after[len('process:'):])
-        elif after:
+        elif after != 'handlers':
             wait_for(proc, after)
         time.sleep(delay)
         seen.update(tree(proc.pid))
@@ -257,3 +278,59 @@ def test_no_process_below_the_command_outlives_it(times):
     # once: "sleep 63" ignores SIGTERM, so the grace period passes before SIGKILL;
     # twice: the second signal's shorter one
     assert took < (5 if times == 'once' else 2), took
+
+
+SWALLOWED = r'''
+import os, signal, sys, time
+from drivers import interrupts
+interrupts.install()
+
+class Collected:
+    def __del__(self):          # as the import system's weakref callbacks are run
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10000):  # the handler raises in here: Python can only print it
+            pass
+
+try:
+    Collected()
+    for _ in range(500):        # the crawl, going on for 5 s
+        time.sleep(0.01)
+    print('went on', file=sys.stderr)
+except KeyboardInterrupt:
+    sys.exit(interrupts.interrupted())
+'''
+
+
+def test_an_interrupt_raised_where_python_swallows_it_is_raised_again():
+    """A signal whose handler runs in a __del__ or a weakref callback (the import system
+    runs those while the crawler starts): Python prints the KeyboardInterrupt as
+    "Exception ignored" and goes on. The command raises it again and stops."""
+    started = time.monotonic()
+    res = subprocess.run([sys.executable, '-c', SWALLOWED], cwd=ROOT, capture_output=True,
+                         text=True, timeout=30)
+    assert res.stderr.splitlines() == [LINE] and res.returncode == 143, res.stderr
+    assert time.monotonic() - started < 4
+
+
+DEFERRED = r'''
+import os, signal, sys, time
+from drivers import interrupts
+interrupts.install()
+try:
+    with interrupts.deferred():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.2)
+        print('the block ran to its end', flush=True)
+    print('not reached', flush=True)
+except KeyboardInterrupt:
+    sys.exit(interrupts.interrupted())
+'''
+
+
+def test_an_interrupt_waits_for_the_end_of_a_deferred_block():
+    """drivers/runners.py hands a task to the fork server in such a block: cut short,
+    the request made the server die with a traceback."""
+    res = subprocess.run([sys.executable, '-c', DEFERRED], cwd=ROOT, capture_output=True,
+                         text=True, timeout=30)
+    assert res.stdout.splitlines() == ['the block ran to its end']
+    assert res.stderr.splitlines() == [LINE] and res.returncode == 143, res.stderr
