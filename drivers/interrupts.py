@@ -123,6 +123,23 @@ class deferred:
                 raise Interrupted(_signum)
 
 
+class sigint_ignored:
+    """``with sigint_ignored():`` a process started in the block starts with SIGINT
+    ignored, which it keeps across exec (Python then leaves it so). For the block's few
+    milliseconds, a Ctrl-C is lost to the command too. Main thread only; elsewhere the
+    block runs as it is."""
+
+    def __enter__(self):
+        try:
+            self._handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        except ValueError:      # not the main thread
+            self._handler = None
+
+    def __exit__(self, *exc):
+        if self._handler is not None:
+            signal.signal(signal.SIGINT, self._handler)
+
+
 def _unraisable(unraisable):
     """sys.unraisablehook: an exception Python can only print as ignored, raised in a
     weakref callback or a ``__del__`` (the import system runs such callbacks). When it

@@ -108,30 +108,14 @@ def task_context():
         ctx = multiprocessing.get_context('forkserver')
         ctx.set_forkserver_preload(task_preload())
         atexit.register(_stop_fork_server)
-        _start_fork_server()
+        # Started now, ignoring SIGINT, as it and its tasks then stay: a terminal's
+        # Ctrl-C reaches the whole process group, and killed the server with a traceback
+        # as it imported the job modules. The driver ends its tasks (drivers/interrupts.py).
+        from multiprocessing import forkserver
+        with interrupts.sigint_ignored():
+            forkserver.ensure_running()
         _context = ctx
     return _context
-
-
-def _start_fork_server():
-    """Start the fork server with SIGINT ignored, as it and every task it forks then
-    stay (an ignored signal stays ignored across exec): a terminal's Ctrl-C reaches the
-    whole process group, and the server, for the second it imports the job modules,
-    would die of it with a KeyboardInterrupt traceback. The driver gets it and ends its
-    tasks (drivers/interrupts.py). A SIGINT to the driver in the meantime is blocked,
-    so it is not lost: it arrives once the driver's handler is back."""
-    from multiprocessing import forkserver
-    import threading
-    if threading.current_thread() is not threading.main_thread():
-        forkserver.ensure_running()       # signal.signal: the main thread's only
-        return
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, handler)
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def _stop_fork_server(wait=10.0):
@@ -205,31 +189,21 @@ def run_task_in_child(module, class_name, title, args, driver_path, task_type, s
 
 
 def _child_main(func, conn):
-    """A task child: run *func*; send None, or the exception, back to the driver. A
-    driver no longer listening (interrupted: it ends its tasks) gets nothing, and the
-    child exits without a traceback."""
+    """A task child: run *func*; send None, or the exception, back to the driver. To a
+    driver no longer listening (interrupted: it ends its tasks), nothing, no traceback."""
+    result = None
     try:
         func()
     except BaseException as e:
-        _send_quietly(conn, e if isinstance(e, _TaskFailedException)
-                      else RuntimeError('%s: %s' % (type(e).__name__, e)))
-        os._exit(1)
-    if not _send_quietly(conn, None):
-        os._exit(1)
-
-
-def _send_quietly(conn, value):
-    """Send *value* and close *conn*; False when the driver's end is gone."""
+        result = e if isinstance(e, _TaskFailedException) \
+            else RuntimeError('%s: %s' % (type(e).__name__, e))
     try:
-        conn.send(value)
-        return True
-    except OSError:          # BrokenPipeError: the driver closed its end
-        return False
-    finally:
-        try:
-            conn.close()
-        except OSError:
-            pass
+        conn.send(result)
+        conn.close()
+    except OSError:        # BrokenPipeError
+        os._exit(1)
+    if result is not None:
+        os._exit(1)
 
 
 class SortFailed(RuntimeError):
