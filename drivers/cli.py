@@ -30,7 +30,6 @@ from jobs.lib import config
 
 EXIT_USAGE = 2
 EXIT_NO_PAGE = 3           # the cycle tried URLs and fetched none (drivers/report.py)
-EXIT_INTERRUPTED = 130     # 128 + SIGINT, as a shell reports it
 
 
 def _add_crawl_options(p, depth_default=3):
