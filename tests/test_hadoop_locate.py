@@ -202,7 +202,8 @@ def test_make_sources_the_test_cluster_only_with_cluster_test(target):
     command = test.stdout.strip().splitlines()[-1]
     assert command.startswith('. hadoop/env.sh && ') and ' -r hadoop' in command
     other = make_n(target, 'CLUSTER=prod', 'RUNNER=hadoop')
-    assert other.returncode == 2 and other.stdout == ''
+    # (make -n may first print the virtual environment's set-up, if setup.cfg is newer)
+    assert other.returncode == 2 and 'mrcrawl' not in other.stdout
     assert 'CLUSTER=prod: only CLUSTER=test is known' in other.stderr
     # a CLUSTER exported for something else is not make's: the local runner as ever
     exported = make_n(target, CLUSTER='prod')
