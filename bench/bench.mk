@@ -9,7 +9,7 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch bench-inline-vs-local
+.PHONY: bench-wide bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch bench-inline-vs-local
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
@@ -75,3 +75,17 @@ bench-yarn: $(STAMP) bench-deps bench-nutch  ## mrcrawl on YARN against Nutch on
 	bash hadoop/up.sh
 	. hadoop/env.sh && $(BENCH_PY) bench/run.py $(BENCH_YARN_POINTS) --crawlers $(BENCH_YARN_CRAWLERS) --timeout $(BENCH_TIMEOUT)
 	. hadoop/env.sh && $(BIN)/python bench/yarn_anatomy.py --job optimize --repeat 3 --json bench/results/yarn_anatomy.json
+
+# The wide, slow web (issue 48): thousands of hosts on 127.x.y.z, each answering after its
+# own latency (bench/wide_web.py, served by bench/wide_server.py, one asyncio process).
+# mrcrawl (defaults, and fetch.threads=512), Scrapy at several concurrencies (the fastest
+# is kept as `scrapy_fastest`) and Nutch 1.20 in local mode, each crawl bounded by
+# WIDE_TIMEOUT seconds. POINT=wide1k (~15 min) or wide10k (hours).
+WIDE_CRAWLERS ?= mrcrawl,scrapy-64,scrapy-128,scrapy-256,scrapy-512,scrapy-1024,mrcrawl-t512,nutch
+WIDE_TIMEOUT ?= 1800
+NUTCH_THREADS ?= 200
+bench-wide: bench-deps  ## Wide slow web: mrcrawl vs Scrapy vs Nutch (POINT=wide1k|wide10k)
+	$(if $(findstring nutch,$(WIDE_CRAWLERS)),test -x bench/work/nutch/runtime/local/bin/nutch || bash bench/nutch/setup.sh)
+	ulimit -n $$(ulimit -Hn); $(BENCH_PY) bench/wide.py $(or $(POINT),wide1k) \
+		--crawlers $(WIDE_CRAWLERS) --timeout $(WIDE_TIMEOUT) --nutch-threads $(NUTCH_THREADS) \
+		--mrcrawl-src $(BENCH_SRC)

@@ -6,7 +6,7 @@ Equivalent settings: robots.txt obeyed, one request at a time per host
 (CONCURRENT_REQUESTS_PER_DOMAIN=1, hosts are IP literals so each is its own slot), a
 fixed delay (DOWNLOAD_DELAY, not randomised), DEPTH_LIMIT = mrcrawl's --depth (seeds are
 depth 0), 64 hosts at once (mrcrawl: fetch.threads=32 in each of its 2 fetch reducers),
-no retries, no AutoThrottle, no HTTP cache, cookies off. Crawl order: Scrapy's default
+no retries (``--retries N``: RETRY_TIMES), no AutoThrottle, no HTTP cache, cookies off. Crawl order: Scrapy's default
 (depth-first, LIFO queues) unless ``--bfs`` (DEPTH_PRIORITY=1 with FIFO queues).
 
 Per page it does the work mrcrawl's parse job does: extract links from <a>/<area>
@@ -55,6 +55,10 @@ def main(argv=None):
     p.add_argument('--out', required=True)
     p.add_argument('--concurrency', type=int, default=64)
     p.add_argument('--bfs', action='store_true')
+    p.add_argument('--download-timeout', type=float, default=180.0,
+                   help='DOWNLOAD_TIMEOUT (Scrapy default 180; mrcrawl read_timeout 15)')
+    p.add_argument('--retries', type=int, default=0,
+                   help='RETRY_TIMES; 0 (default) turns retries off')
     args = p.parse_args(argv)
     settings = {
         'BOT_NAME': 'scrapybench',
@@ -65,7 +69,9 @@ def main(argv=None):
         'DOWNLOAD_DELAY': args.delay,
         'RANDOMIZE_DOWNLOAD_DELAY': False,
         'DEPTH_LIMIT': args.depth,
-        'RETRY_ENABLED': False,
+        'RETRY_ENABLED': args.retries > 0,
+        'RETRY_TIMES': args.retries,
+        'DOWNLOAD_TIMEOUT': args.download_timeout,
         'AUTOTHROTTLE_ENABLED': False,
         'HTTPCACHE_ENABLED': False,
         'COOKIES_ENABLED': False,
