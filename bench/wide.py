@@ -4,7 +4,11 @@ wide_server.py). mrcrawl, Scrapy at several concurrencies and Nutch 1.20 crawl i
 turn, each with a fresh server and access log; the log is the ground truth.
 
     bench/.venv-scrapy/bin/python bench/wide.py wide1k \
-        [--crawlers mrcrawl,mrcrawl-t512,scrapy-64,scrapy-256,scrapy-1024,nutch]
+        [--crawlers mrcrawl,mrcrawl-t512,scrapy-64,scrapy-256,scrapy-1024,nutch,...]
+
+Crawlers: mrcrawl (defaults), mrcrawl-tN (fetch.threads=N), scrapy-N (N requests at
+once), nutch (Nutch 1.20 local, its defaults), nutch-no503defer (without the 5-minute
+suspension of a host whose robots.txt answers 5xx).
 
 Points: wide1k 1,000 hosts x ~11 pages, wide10k 10,000 x ~11; depth 4, delay 1 s, every
 host a seed. Per crawl (bench/results/POINT.json, ``crawls``):
@@ -18,6 +22,8 @@ host a seed. Per crawl (bench/results/POINT.json, ``crawls``):
   end of the previous response of that host (robots.txt included; an overlapping
   request has a negative gap); violations_after_robots_txt: those right after robots.txt; repeats, robots and beyond-depth requests as analyze.py;
 - coverage: reachable URLs (healthy hosts, within the depth, allowed) answered;
+  last_healthy_response_seconds: from the crawl's first request to the last response of
+  a healthy host (server_span_seconds: to the last of any host, dead ones' time-outs);
 - server_cpu_seconds: the server process's user+system CPU over the crawl, measured apart
   from the crawler's (the crawler's is its process tree's rusage).
 """
@@ -51,6 +57,10 @@ TOLERANCE = 0.010
 # What mrcrawl does by default on a slow host (conf/defaults.toml: fetch.read_timeout 15,
 # fetch.max_retries 2), given to Scrapy too (its defaults: 180 s, 2 retries).
 READ_TIMEOUT, RETRIES = 15.0, 2
+# Nutch 1.20 suspends a host whose robots.txt answers 5xx for
+# http.robots.503.defer.visits.delay (5 min), up to 3 times, in every fetch round: on
+# this web (2 % of hosts answer 503) a round then lasts 15 min or more.
+NUTCH_VARIANTS = {'nutch-no503defer': '-Dhttp.robots.503.defer.visits=false'}
 AGENTS = {'mrcrawl': 'mrcrawl', 'scrapy': 'scrapybench', 'nutch': 'nutchbench'}
 
 
@@ -71,7 +81,7 @@ def crawl_cmd(crawler, seeds, p, out, nutch_threads):
                 '--depth', str(p['depth']), '--delay', str(p['delay']), '--out',
                 out + '.jsonl', '--concurrency', crawler.split('-')[1],
                 '--download-timeout', str(READ_TIMEOUT), '--retries', str(RETRIES)]
-    if crawler == 'nutch':
+    if crawler.startswith('nutch'):
         return ['bash', os.path.join(BENCH, 'nutch', 'crawl.sh'), '--mode', 'local',
                 '--seeds', seeds, '--crawl-dir', out, '--rounds', str(p['depth'] + 1),
                 '--delay', str(p['delay']), '--threads', str(nutch_threads),
@@ -125,7 +135,7 @@ def judge(manifest, log_path, delay, ua):
     seen, statuses = Counter(), Counter()
     answered = set()
     robots = robots_viol = beyond_hits = to_faulty = unanswered = 0
-    first = last = None
+    first = last = last_healthy = None
     with open(log_path, errors='replace') as f:
         for line in f:
             head, _, rest = line.rstrip('\n').partition(' "')
@@ -140,6 +150,8 @@ def judge(manifest, log_path, delay, ua):
             by_host[ip].append((start, end, path == '/robots.txt'))
             if ip in faulty:
                 to_faulty += 1
+            else:
+                last_healthy = end if last_healthy is None else max(last_healthy, end)
             if status == 0:
                 unanswered += 1
             if path == '/robots.txt':
@@ -179,6 +191,9 @@ def judge(manifest, log_path, delay, ua):
         'statuses': {str(k): v for k, v in sorted(statuses.items())},
         'hosts_requested': len(by_host),
         'server_span_seconds': round(last - first, 3) if first is not None else None,
+        # how much of the span the faulty hosts' timeouts and retries add at the end
+        'last_healthy_response_seconds': round(last_healthy - first, 3)
+        if last_healthy is not None else None,
     }
 
 
@@ -217,6 +232,8 @@ def run_point(name, crawlers, timeout, port, nutch_threads, src='worktree'):
         env = dict(os.environ)
         if crawler.startswith('mrcrawl') and pythonpath:
             env['PYTHONPATH'] = pythonpath
+        if crawler in NUTCH_VARIANTS:
+            env['NUTCH_EXTRA_D'] = NUTCH_VARIANTS[crawler]
         out = os.path.join(WORK, 'out-%s-%s' % (name, crawler))
         subprocess.run(['rm', '-rf', out, out + '.jsonl'], check=True)
         logs = os.path.join(WORK, 'logs')
@@ -246,7 +263,8 @@ def run_point(name, crawlers, timeout, port, nutch_threads, src='worktree'):
         if crawler.startswith('mrcrawl'):
             m['mrcrawl_source'] = result['mrcrawl_source']
             m['steps'] = mrcrawl_steps(out)
-        if crawler == 'nutch':
+        if crawler.startswith('nutch'):
+            m['nutch_extra_d'] = NUTCH_VARIANTS.get(crawler)
             m['nutch_threads'] = nutch_threads
             m['nutch_steps'] = nutch_steps(os.path.join(logs, '%s-%s.stdout' % (name, crawler)))
         result['crawls'][crawler] = m
@@ -277,6 +295,19 @@ def save(result, path):
         json.dump(result, f, indent=1, sort_keys=True)
 
 
+def rejudge(name, path):
+    with open(path) as f:
+        result = json.load(f)
+    with open(os.path.join(WORK, 'web-' + name, 'manifest.json')) as f:
+        manifest = json.load(f)
+    for crawler, m in result['crawls'].items():
+        log = os.path.join(WORK, 'logs', '%s-%s.access.log' % (name, crawler))
+        if os.path.exists(log):
+            m.update(judge(manifest, log, result['params']['delay'], agent(crawler)))
+    with open(path, 'w') as f:
+        json.dump(result, f, indent=1, sort_keys=True)
+
+
 def table(path):
     with open(path) as f:
         r = json.load(f)
@@ -298,16 +329,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('point', choices=sorted(POINTS))
     ap.add_argument('--crawlers', default='mrcrawl,scrapy-64,scrapy-128,scrapy-256,'
-                    'scrapy-512,scrapy-1024,mrcrawl-t512,nutch')
+                    'scrapy-512,scrapy-1024,mrcrawl-t512,nutch-no503defer')
     ap.add_argument('--timeout', type=float, default=1800.0,
                     help='Seconds one crawl may take before it is killed. Default: %(default)s')
     ap.add_argument('--port', type=int, default=DEFAULT_PORT)
     ap.add_argument('--nutch-threads', type=int, default=200)
     ap.add_argument('--mrcrawl-src', default='worktree')
     ap.add_argument('--table', action='store_true', help='Only print the results table.')
+    ap.add_argument('--rejudge', action='store_true',
+                    help='Judge the kept access logs again (bench/work/logs) into the results.')
     a = ap.parse_args(argv)
     path = os.path.join(RESULTS, a.point + '.json')
-    if not a.table:
+    if a.rejudge:
+        rejudge(a.point, path)
+    elif not a.table:
         run_point(a.point, a.crawlers.split(','), a.timeout, a.port, a.nutch_threads,
                   a.mrcrawl_src)
     print(table(path))

@@ -12,7 +12,8 @@
 # DIR: a local folder (local mode) or an HDFS path (yarn mode); either is wiped first.
 # --logs: the client log of every step (default DIR/logs in local mode, required in yarn
 # mode). --stats: `readdb -stats` at the end. Yarn mode needs `. hadoop/env.sh` and the
-# cluster up. Env: NUTCH_WORK (default bench/work/nutch), NUTCH_HEAPSIZE (local JVMs, MB).
+# cluster up. Env: NUTCH_WORK (default bench/work/nutch), NUTCH_HEAPSIZE (local JVMs, MB),
+# NUTCH_EXTRA_D (more -Dkey=value options for every step, space-separated).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -46,6 +47,9 @@ D=(-Dhttp.agent.name=nutchbench            # the User-Agent is nutchbench/Nutch-
    -Dmapreduce.job.reduces=1
    -Dmapreduce.map.speculative=false -Dmapreduce.reduce.speculative=false
    -Dmapreduce.map.output.compress=true)
+# More -D options for every step, space-separated (bench/wide.py: nutch-no503defer).
+# shellcheck disable=SC2206
+[ -n "${NUTCH_EXTRA_D:-}" ] && D+=($NUTCH_EXTRA_D)
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f", b-a}'; }
