@@ -10,7 +10,7 @@ web of gen_web.py is 127.0.X.Y:18631). Per host, from the RNG:
 
 - latency: seconds from a request's last header byte to its response, the same for every
   request of the host (so the politeness bound is exact): log-normal, median 0.12 s,
-  sigma 0.8, clipped to 0.02..1.0 s (about 1 % of hosts at the 1 s clip);
+  sigma 0.8, clipped to 0.02..1.0 s (0.3 % of hosts at the 1 s clip);
 - fault (about 5 %): ``hang`` 1 % (accepts, reads the request, never answers; the server
   closes the connection after --hang-seconds), ``reset`` 1 % (closes with a TCP RST on
   the first request), ``refused`` 1 % (nothing listens: connection refused), ``5xx`` 2 %
