@@ -311,16 +311,19 @@ def rejudge(name, path):
 def table(path):
     with open(path) as f:
         r = json.load(f)
+    # A killed crawl's rusage lacks the processes it had not waited for (mrcrawl's tasks,
+    # Nutch's JVM): its CPU and CPU floor are marked *, a lower bound.
     lines = ['| crawler | wall s | x bound | pages/s | coverage | polite viol. (hosts) '
              '| robots viol. | repeats | crawler CPU s | server CPU s | CPU floor s '
              '| load before / after |', '|' + '---|' * 12]
     for c, m in sorted(r['crawls'].items(), key=lambda kv: kv[1]['started']):
-        lines.append('| %s | %.1f | %.2f | %.1f | %.3f | %d (%d) | %d | %d | %.1f | %.1f | %.1f | %s / %s |' % (
+        star = '*' if m['exit_status'] != 0 else ''
+        lines.append('| %s | %.1f | %.2f | %.1f | %.3f | %d (%d) | %d | %d | %.1f%s | %.1f | %.1f%s | %s / %s |' % (
             c + ('' if m['exit_status'] == 0 else ' (exit %s)' % m['exit_status']),
             m['wall_seconds'], m['wall_over_bound'], m['pages_per_second'], m['coverage'],
             m['politeness_violations'], m['hosts_with_violations'], m['robots_violations'],
-            m['repeats'], m['cpu_seconds'], m['server_cpu_seconds'], m['cpu_floor_seconds'],
-            '/'.join('%.1f' % x for x in m['load_avg_before']),
+            m['repeats'], m['cpu_seconds'], star, m['server_cpu_seconds'],
+            m['cpu_floor_seconds'], star, '/'.join('%.1f' % x for x in m['load_avg_before']),
             '/'.join('%.1f' % x for x in m['load_avg_after'])))
     return '\n'.join(lines)
 

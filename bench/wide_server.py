@@ -38,6 +38,8 @@ class Log:
         self.n = 0
 
     def write(self, start, end, addr, path, status, nbytes, ua):
+        if self.f.closed:      # a timer of a connection still open at the stop
+            return
         self.f.write('%.6f %.6f %s "%s" %d %d "%s"\n' % (
             start, end, addr, path.replace('"', '%22'), status, nbytes, ua.replace('"', "'")))
         self.n += 1
