@@ -108,11 +108,11 @@ def task_context():
         ctx = multiprocessing.get_context('forkserver')
         ctx.set_forkserver_preload(task_preload())
         atexit.register(_stop_fork_server)
-        # Started now, ignoring SIGINT, as it and its tasks then stay: a terminal's
+        # Started now with SIGINT blocked, as it and its tasks then stay: a terminal's
         # Ctrl-C reaches the whole process group, and killed the server with a traceback
         # as it imported the job modules. The driver ends its tasks (drivers/interrupts.py).
         from multiprocessing import forkserver
-        with interrupts.sigint_ignored():
+        with interrupts.sigint_blocked():
             forkserver.ensure_running()
         _context = ctx
     return _context
