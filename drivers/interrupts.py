@@ -1,6 +1,6 @@
 """Ctrl-C and ``kill PID`` of the ``mrcrawl`` command: one line, no traceback, no child left.
 
-The console script enters at :func:`command`, which installs the handlers before it
+The console script enters at drivers.command, which installs the handlers before it
 imports anything of the crawler (drivers/cli.py and what it imports take a tenth of a
 second, the crawl's first job a good deal more), so an interrupt in the first moments is
 handled as one later on. (Before that, while Python itself starts, a few hundredths of
@@ -17,10 +17,10 @@ a second, Python's defaults apply: a SIGINT traceback, a silent SIGTERM death.)
   SIGTERM to every process below it (task processes of the local runner, the fork
   server, ``sort``, Chromium, ffmpeg), and SIGKILL to any still there after a grace
   period. ``kill PID`` reaches only the command; a terminal's Ctrl-C reaches the whole
-  process group, but the local runner's fork server and its tasks ignore SIGINT
-  (drivers/runners.py: the server would print a traceback if it came while it imports
-  the jobs) and a child forked beside the driver (drivers/beside.py) too: the command
-  ends them.
+  process group, but the local runner's fork server and its tasks block SIGINT
+  (drivers/runners.py, :class:`sigint_blocked`: the server would print a traceback if
+  it came while it imports the jobs) and a child forked beside the driver
+  (drivers/beside.py) ignores it: the command ends them.
 - **An interrupt Python swallows**, raised in a weakref callback or a ``__del__`` (the
   import system runs such callbacks) and printed as "Exception ignored", is raised
   again instead (:func:`_unraisable`), so the crawl does not go on.
@@ -275,13 +275,3 @@ def _reap():
             return
         if pid == 0:
             return
-
-
-def command():
-    """The ``mrcrawl`` console script (setup.cfg): the handlers, then drivers.cli.run."""
-    try:
-        install()
-        from drivers import cli
-    except KeyboardInterrupt:
-        sys.exit(interrupted())
-    cli.run()

@@ -16,7 +16,7 @@ LINE = 'mrcrawl: interrupted; run the same command again to continue'
 #: The console script of this environment (the one `make` installs), else its equivalent.
 SCRIPT = os.path.join(os.path.dirname(sys.executable), 'mrcrawl')
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [
-    sys.executable, '-c', 'from drivers.interrupts import command; command()']
+    sys.executable, '-c', 'from drivers.command import command; command()']
 
 
 def _stat(pid):
