@@ -300,7 +300,8 @@ def main(argv=None):
         return interrupts.interrupted()
     except Exception as e:      # one raised before a command's own try (no Hadoop)
         from drivers.crawl import CrawlError
-        if not isinstance(e, CrawlError):
+        from drivers.hadoop_locate import NoHadoop
+        if not isinstance(e, (CrawlError, NoHadoop)):
             raise
         print('mrcrawl: %s' % e, file=sys.stderr)
         return EXIT_USAGE

@@ -300,15 +300,11 @@ def ship(local, where, stem):
 
 def located():
     """The user's Hadoop (drivers/hadoop_locate.py), its line printed on stderr;
-    CrawlError (one line, exit 2) when there is none. Its configuration folder is set in
-    HADOOP_CONF_DIR when the environment named none, so that the hadoop command reads
-    the folder the line names."""
+    hadoop_locate.NoHadoop (one line, exit 2: drivers/cli.py) when there is none. Its
+    configuration folder is set in HADOOP_CONF_DIR when the environment named none, so
+    that the hadoop command reads the folder the line names."""
     from drivers import hadoop_locate
-    try:
-        found = hadoop_locate.locate()
-    except hadoop_locate.NoHadoop as e:
-        from drivers.crawl import CrawlError
-        raise CrawlError(str(e)) from None
+    found = hadoop_locate.locate()
     if found.conf_dir and not os.environ.get('HADOOP_CONF_DIR'):
         os.environ['HADOOP_CONF_DIR'] = found.conf_dir
     print(hadoop_locate.describe(found), file=sys.stderr, flush=True)
