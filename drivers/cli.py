@@ -156,18 +156,25 @@ def _print(msg):
 
 def resolve_settings(args, out, extra_sets=(), site_dirs=(), existing=False):
     """The run's settings (drivers/settings.py), their changes printed; None after a
-    one-line error (a folder that is not a crawl, a bad setting)."""
-    from drivers import settings
+    one-line error (no Hadoop for -r hadoop, a folder that is not a crawl or cannot be
+    reached, a bad setting)."""
+    from drivers import hadoop_locate, settings
     sets = list(extra_sets) + args.set + (
         ['recrawl.prune=true'] if getattr(args, 'prune', False) else [])
     try:
+        if args.runner == 'hadoop':     # first: the folder may be on its HDFS
+            hadoop_locate.locate()
         settings.check_folder(out, existing)
         run = settings.for_run(out, args.conf, sets, site_dirs)
-    except settings.FolderRefused as e:
+    except (settings.FolderRefused, hadoop_locate.NoHadoop) as e:
         print('mrcrawl: %s' % e, file=sys.stderr)
         return None
     except config.ConfigError as e:
         print('mrcrawl: configuration error: %s' % e, file=sys.stderr)
+        return None
+    except OSError as e:          # an HDFS folder whose NameNode does not answer, say
+        print('mrcrawl: cannot read the output folder %s: %s' % (
+            out, ' '.join(str(e).split())), file=sys.stderr)
         return None
     for line in run.notes:
         _print('settings: %s' % line)

@@ -250,3 +250,21 @@ def test_a_sites_crawl_keeps_its_hourly_quota_in_later_cycles(site, tmp_path):
     generate = json.load(open(os.path.join(out, 'steps', 'generate-%03d.json' % (
         _report(out)['cycles'][-1]['first_layer']))))['counters']['generate']
     assert generate['site_quota_hour_total'] >= 3
+
+
+def test_an_hdfs_folder_whose_namenode_does_not_answer_is_one_line(tmp_path, capsys,
+                                                                   monkeypatch):
+    """The folder check reads the output folder first: on an HDFS nobody answers (a
+    closed port on loopback), one line and exit 2, not a traceback."""
+    import socket
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        port = s.getsockname()[1]        # closed once the block ends: refused
+    monkeypatch.setenv('MRCRAWL_WEBHDFS_URL', 'http://127.0.0.1:%d' % port)
+    seeds = tmp_path / 'seeds.txt'
+    seeds.write_text('http://127.0.0.1:1/\n')
+    assert main(['crawl', '--seeds', str(seeds), '--depth', '0', '--out', 'hdfs:///c',
+                 '-r', 'inline']) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith('mrcrawl: cannot read the output folder '
+                                               'hdfs:///c: '), err
