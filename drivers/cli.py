@@ -154,19 +154,18 @@ def _print(msg):
     print(msg, flush=True)
 
 
-def resolve_settings(args, out, extra_sets=(), site_dirs=(), existing=False):
+def resolve_settings(args, out, extra_sets=(), site_dirs=()):
     """The run's settings (drivers/settings.py), their changes printed; None after a
-    one-line error (no Hadoop for -r hadoop, a folder that is not a crawl or cannot be
-    reached, a bad setting)."""
+    one-line error (no Hadoop for -r hadoop, a folder that cannot be reached, a bad
+    setting). Whether the folder may be crawled into is Crawl.prepare's to say."""
     from drivers import hadoop_locate, settings
     sets = list(extra_sets) + args.set + (
         ['recrawl.prune=true'] if getattr(args, 'prune', False) else [])
     try:
         if args.runner == 'hadoop':     # first: the folder may be on its HDFS
             hadoop_locate.locate()
-        settings.check_folder(out, existing)
         run = settings.for_run(out, args.conf, sets, site_dirs)
-    except (settings.FolderRefused, hadoop_locate.NoHadoop) as e:
+    except hadoop_locate.NoHadoop as e:
         print('mrcrawl: %s' % e, file=sys.stderr)
         return None
     except config.ConfigError as e:
@@ -183,10 +182,10 @@ def resolve_settings(args, out, extra_sets=(), site_dirs=(), existing=False):
     return run
 
 
-def run_crawl(args, seeds, out, extra_sets=(), site_dirs=(), existing=False):
+def run_crawl(args, seeds, out, extra_sets=(), site_dirs=()):
     from drivers.crawl import Crawl, CrawlError
     from drivers.report import no_page_reasons
-    run = resolve_settings(args, out, extra_sets, site_dirs, existing)
+    run = resolve_settings(args, out, extra_sets, site_dirs)
     if run is None:
         return EXIT_USAGE
     progress = (lambda msg: None) if args.quiet else _print
@@ -211,12 +210,12 @@ def run_crawl(args, seeds, out, extra_sets=(), site_dirs=(), existing=False):
 
 def run_recrawl(args):
     """The next cycle, without seeds: what `crawl` does when rerun on a finished crawl."""
-    return run_crawl(args, None, args.out, existing=True)
+    return run_crawl(args, None, args.out)
 
 
 def run_reparse(args):
     from drivers.crawl import Crawl, CrawlError
-    run = resolve_settings(args, args.out, existing=True)
+    run = resolve_settings(args, args.out)
     if run is None:
         return EXIT_USAGE
     progress = (lambda msg: None) if args.quiet else _print

@@ -266,7 +266,7 @@ class Crawl:
             if seeds_path is None and not self.site_entries():
                 raise CrawlError(NO_CRAWL % self.out)
             self.parse_seeds(seeds_path)
-        with self.locked() as cycles:
+        with self.locked(existing=seeds_path is None and not self.site_entries()) as cycles:
             return self._cycle(cycles, seeds_path, at)
 
     @contextlib.contextmanager
