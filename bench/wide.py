@@ -39,13 +39,10 @@ from collections import Counter, defaultdict
 
 import psutil
 
-BENCH = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(BENCH)
-WORK = os.path.join(BENCH, 'work')
-RESULTS = os.path.join(BENCH, 'results')
-sys.path.insert(0, BENCH)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from run import MRCRAWL, SCRAPY_PY, measure, mrcrawl_source, mrcrawl_steps, nutch_steps  # noqa
+from run import (BENCH, MRCRAWL, RESULTS, ROOT, SCRAPY_PY, WORK, measure, mrcrawl_source,  # noqa
+                 mrcrawl_steps, nutch_steps)
 from wide_web import DEFAULT_PORT, WideWeb  # noqa: E402
 
 POINTS = {

@@ -16,7 +16,6 @@ START: the request's headers complete; END: the response handed to the kernel (o
 a request never answered, the connection's close); STATUS 0: not answered (hang: closed
 by the server after --hang-seconds, or by the client first; reset: closed with a RST).
 """
-import argparse
 import asyncio
 import os
 import resource
@@ -27,7 +26,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from wide_web import DEFAULT_PORT, WideWeb  # noqa: E402
+from wide_web import WideWeb, web_arguments  # noqa: E402
 
 REASONS = {200: b'OK', 404: b'Not Found', 503: b'Service Unavailable', 400: b'Bad Request'}
 
@@ -174,12 +173,7 @@ async def serve(args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    p.add_argument('--hosts', type=int, default=1000)
-    p.add_argument('--pages', type=int, default=11)
-    p.add_argument('--depth', type=int, default=4)
-    p.add_argument('--seed', type=int, default=48)
-    p.add_argument('--port', type=int, default=DEFAULT_PORT)
+    p = web_arguments(__doc__.split('\n')[0])
     p.add_argument('--log', required=True)
     p.add_argument('--hang-seconds', type=float, default=30.0)
     p.add_argument('--max-seconds', type=float, default=7200.0)

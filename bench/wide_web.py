@@ -234,13 +234,19 @@ class WideWeb:
         return [self.url(h, '/') for h in self.hosts]
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+def web_arguments(description):
+    """An argument parser with the options that make a WideWeb (wide_server.py too)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument('--hosts', type=int, default=1000)
     p.add_argument('--pages', type=int, default=11)
     p.add_argument('--depth', type=int, default=4)
     p.add_argument('--seed', type=int, default=48)
     p.add_argument('--port', type=int, default=DEFAULT_PORT)
+    return p
+
+
+def main(argv=None):
+    p = web_arguments(__doc__.split('\n')[0])
     p.add_argument('--delay', type=float, default=1.0)
     p.add_argument('--out', required=True)
     a = p.parse_args(argv)
