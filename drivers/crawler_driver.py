@@ -28,7 +28,7 @@ import orjson
 from drivers import hadoop
 from drivers.affected import read_lines, write_lines
 from drivers.cycles import layer_name
-from jobs.lib import counters as C, plan
+from jobs.lib import counters as C, keyqueue, plan
 
 
 class CrawlerDriver:
@@ -121,8 +121,8 @@ class CrawlerDriver:
         """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the
         inline runner as one fetch list? Only for a local-runner crawl when the layer
         is small (runner.inline_fetch_max_urls), every host gets a thread of that one
-        task at once (hosts <= fetch.threads), so the layer takes the same politeness
-        time as with several tasks, and one core keeps up with what the hosts' threads
+        task at once (hosts <= keyqueue.keys_in_flight), so the layer takes the same politeness
+        time as with several tasks, and one core keeps up with what the hosts
         fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
         task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
         too. A resumed layer with a fetch plan keeps its lists. (Hadoop: one_fetch_list.)"""
@@ -130,7 +130,7 @@ class CrawlerDriver:
         limit = self.conf['runner']['inline_fetch_max_urls']
         uber = self.conf['runner']['uber_max_bytes']
         return (c.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
-                and 0 < urls <= limit and hosts <= self.conf['fetch']['threads']
+                and 0 < urls <= limit and hosts <= keyqueue.keys_in_flight(self.conf)
                 and hosts * self.FETCH_CPU_PER_PAGE <= self.conf['politeness']['delay']
                 and not c.fs.exists(c.path('plan', L)))
 
@@ -138,16 +138,17 @@ class CrawlerDriver:
         """Run the fetch plan for a layer of *hosts* distinct hosts (None: unknown)?
 
         Only with fetch.plan, and only when the layer has more hosts than one fetch
-        task has threads: with fewer, every politeness key (a host, or a coarser IP
-        or domain) gets its own thread at once in whatever list it lands, so placing
-        keys cannot shorten the layer, and the plan would be a job for nothing. A plan
+        task keeps in flight (jobs.lib.keyqueue): with fewer, every politeness key (a
+        host, or a coarser IP or domain) is in flight at once in whatever list it lands,
+        so placing keys cannot shorten the layer, and the plan would be a job for
+        nothing. A plan
         already made (a resumed crawl) is used.
         """
         if not self.conf['fetch']['plan']:
             return False
         if self.crawl.fs.exists(plan_dir):
             return True
-        return hosts is None or hosts > self.conf['fetch']['threads']
+        return hosts is None or hosts > keyqueue.keys_in_flight(self.conf)
 
     def plan_sums_args(self, L):
         """MRGenerate's ``--plan-dir`` for in/L (with fetch.plan): each of its tasks sums

@@ -46,6 +46,7 @@ from mrjob.fs.local import LocalFilesystem
 from mrjob.hadoop import HadoopJobRunner
 
 from jobs.base import SPLIT_MAX_BYTES, whole_files
+from jobs.lib import keyqueue
 from drivers.runners import InlineRunner
 
 #: Distributions the tasks import (their own dependencies come along through pip).
@@ -399,12 +400,13 @@ CONTAINER_SECONDS = 5.5
 
 def one_fetch_list(conf, urls, hosts, cpu):
     """Fetch a layer of *urls* URLs on *hosts* hosts as one fetch list (one task)
-    rather than fetch.reducers? When every host gets a thread of that task at once
-    (hosts <= fetch.threads, so politeness time is the same), and either one core keeps
+    rather than fetch.reducers? When every host is in flight in that task at once
+    (hosts <= keyqueue.keys_in_flight, so politeness time is the same), and either one core keeps
     up with the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) or the CPU a
     second task would take off the first (half the layer's, at *cpu* seconds a page:
     CrawlerDriver.FETCH_CPU_PER_PAGE) is less than its container costs."""
-    if hosts is None or hosts > conf['fetch']['threads'] or conf['fetch']['reducers'] < 2:
+    if hosts is None or hosts > keyqueue.keys_in_flight(conf) or \
+            conf['fetch']['reducers'] < 2:
         return False
     return urls * cpu / 2 <= CONTAINER_SECONDS or hosts * cpu <= conf['politeness']['delay']
 

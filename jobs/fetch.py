@@ -6,9 +6,8 @@ redirected (see jobs.lib.records):
 
 - ``fetch.parse = true`` (default; Nutch's fetcher.parse): a ``page`` record (out/NNN),
   the document parsed in the fetch task by jobs.lib.parsepage.PageParser, as MRParse
-  would, as it arrives from the fetch threads. The threads spend most of their time
-  waiting out politeness delays, so the parse CPU hides in that wait and the layer has
-  no parse job. Parse counters go to the ``parse`` group. The body is dropped, as
+  would, as it arrives, while the keys wait out their delays: the layer has no parse
+  job. Parse counters go to the ``parse`` group. The body is dropped, as
   MRParse drops it; with ``--warc-dir`` (``warc.enabled``) it is archived first: each
   fetch task writes one WARC file (warc/PREFIX-fNNNNN.warc.gz, counters in the
   ``warc`` group) and each page record points at its record (warc_filename,
@@ -41,14 +40,16 @@ Two steps, as Nutch's generate makes fetch lists and its fetcher is map-only:
    clocks of a cluster's machines agree to well within a delay, NTP), and ``task``
    records: each task's URLs, pages fetched and seconds (report.html).
 2. **fetch** (map only). Each map task reads one list whole (jobs.base.WHOLE_FILES),
-   regroups it by politeness key and fetches ``fetch.threads`` keys at once, one
-   connection per key with ``politeness.delay`` between its requests.
-   ``fetch.time_budget`` bounds each task's time: what is left when it runs out is
-   deferred to the next layer, never lost. With ``fetch.follow_hops`` a key whose list
-   is done goes on to the same-key links of the pages it fetched (jobs.lib.follow)
-   while the task still has listed URLs to fetch and no key waits for a thread: each
-   page the key's thread fetched is parsed by the task's main thread, as always, and
-   its links handed back (a jobs.lib.follow.Reply) before the thread goes on.
+   regroups it by politeness key and keeps every key in flight at once (as many as
+   ``fetch.keys_memory_mb`` holds: jobs.lib.keyqueue), one connection per key with
+   ``politeness.delay`` between its requests. A key waiting out its delay holds no
+   thread; up to ``fetch.threads`` threads serve whichever key is due. Its main
+   thread parses the pages as they come. ``fetch.time_budget`` bounds each task's
+   time: what is left when it runs out is deferred to the next layer, never lost.
+   With ``fetch.follow_hops`` a key whose list is done goes on to the same-key links
+   of the pages it fetched (jobs.lib.follow) while the task still has listed URLs to
+   fetch and no key waits to start: the parse hands each page's links back (a
+   jobs.lib.follow.Reply) before the key goes on.
 
 A Hadoop crawl makes small layers' lists in the driver (hadoop.local_max_bytes, drivers/
 hadoop.py run_cut): the YARN job that holds the layer's time has no shuffle. Bins, not one
@@ -62,6 +63,7 @@ Run alone::
     python -m jobs.fetch --crawl-conf crawl/conf.json --layer 0 crawl/in/000 -o /tmp/doc
 """
 import contextlib
+import functools
 import itertools
 import os
 import queue
@@ -69,13 +71,13 @@ import socket
 import threading
 import time
 import zlib
-from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 from mrjob.step import MRStep
 
 from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
-from jobs.lib import counters as C, fetcher, follow, plan, politeness, records as R, robots
+from jobs.lib import counters as C, fetcher, follow, keyqueue, plan, politeness, \
+    records as R, robots
 from jobs.lib.merging import mark_kept
 from jobs.lib.netpolicy import Resolver
 from jobs.lib.render import Renderer
@@ -91,26 +93,9 @@ def _by_priority(rec):
     return -p if isinstance(p, (int, float)) else float('inf')
 
 
-class FetchKeyProtocol:
-    """``key<TAB>value``: the key as plain text (``[LABEL ]KEY``), the value JSON.
-
-    Plain text, not JSON, so that Hadoop's KeyFieldBasedPartitioner sees the plan's
-    label as the key's first space-separated field (keys never hold spaces or tabs).
-    """
-
-    @staticmethod
-    def read(line):
-        k, _, v = line.partition(b'\t')
-        return k.decode('utf-8'), orjson.loads(v)
-
-    @staticmethod
-    def write(key, value):
-        return key.encode('utf-8') + b'\t' + orjson.dumps(value)
-
-
 class MRFetch(CrawlJob):
     COUNTER_GROUP = C.FETCH
-    INTERNAL_PROTOCOL = FetchKeyProtocol
+    INTERNAL_PROTOCOL = plan.LabelKeyProtocol
     YARN_STEPS = 'last'       # the fetch lists of a small layer are made in the driver
     # Hadoop only (mrjob's inline and local runners ignore it): partition by the first
     # space-separated field of the key, the plan's label (or the whole key if none).
@@ -236,15 +221,15 @@ class MRFetch(CrawlJob):
 
     def mapper_init_pool(self):
         self.threads = self.conf['fetch']['threads']
+        self.max_keys = keyqueue.capacity(self.conf)
+        self.queues = None
         self.follow_hops = self.conf['fetch']['follow_hops']
         # Listed URLs handed to threads and not yet fetched: a thread counts each down as
         # it gets its record, so no key starts following once the last one is fetched.
         self.listed_left, self.listed_lock = 0, threading.Lock()
-        self.keys_waiting = 0    # keys of this list not yet given a thread
         budget = self.conf['fetch']['time_budget']
         # The budget counts from the task's start: the time the layer may spend.
         self.budget_deadline = time.monotonic() + budget if budget > 0 else None
-        self.pool = ThreadPoolExecutor(self.threads)
         self.cancelled = threading.Event()    # the task is ending early (Ctrl-C)
         self.results = queue.Queue(maxsize=4 * self.threads)
         self.active = 0
@@ -296,21 +281,21 @@ class MRFetch(CrawlJob):
         for origin, rec in rules.items():
             self.robots_cache.preload(origin, robots.Rules.from_record(
                 rec, self.conf['politeness']['user_agent']))
-        self.keys_waiting = len(by_key)
+        self.count(C.HOSTS, len(by_key))
+        self._listed(sum(map(len, by_key.values())))
         # Biggest keys first: they bound the layer's time, so they must not start last.
-        for pkey in sorted(by_key, key=lambda k: -len(by_key[k])):
-            self.count(C.HOSTS)
-            while self.active >= self.threads:
-                yield from self._drain(block=True)
-            self.active += 1
-            # Each key's URLs in priority order (generate.strategy): a time budget or a
-            # failing host then cuts the least important ones.
-            items = sorted(by_key.pop(pkey), key=_by_priority)
-            self._listed(len(items))
-            self.keys_waiting -= 1
-            self.pool.submit(self._run_host, pkey, items, known.pop(pkey, frozenset()),
-                             held.pop(pkey, ()), paces.get(pkey))
-            yield from self._drain(block=False)
+        # Each key's URLs in priority order (generate.strategy): a time budget or a
+        # failing host then cuts the least important ones.
+        starts = [functools.partial(
+            self._run_host, pkey, sorted(by_key[pkey], key=_by_priority),
+            known.pop(pkey, frozenset()), held.pop(pkey, ()), paces.get(pkey))
+            for pkey in sorted(by_key, key=lambda k: -len(by_key[k]))]
+        self.active = len(starts)
+        self.queues = keyqueue.KeyQueues(starts, self.max_keys, self.threads,
+                                         self.cancelled)
+        self.queues.start()
+        while self.active:
+            yield from self._drain(block=True)
 
     def mapper_final_fetch(self):
         """Fetch the list (doc or page records, as keys finish), then wait for the keys
@@ -318,9 +303,10 @@ class MRFetch(CrawlJob):
         values, self.taken = self.taken, None
         with self._cancel_on_error():
             yield from self._fetch_bin(values)
-            while self.active:
-                yield from self._drain(block=True)
-        self.pool.shutdown()
+        if self.queues is not None:
+            self.queues.join()
+            self.task.update(keys_in_flight=self.queues.peak_keys,
+                             threads=self.queues.threads)
         self.renderer.close(lambda name, n: self.count(name, n, C.RENDER))
         if self.warc is not None:
             self.warc.commit()
@@ -354,8 +340,7 @@ class MRFetch(CrawlJob):
         try:
             yield
         except BaseException:
-            self.cancelled.set()
-            self.pool.shutdown(wait=False, cancel_futures=True)
+            self.cancelled.set()     # the keys stop after their current request
             if self.media is not None:
                 self.media.close()
             self.renderer.close()     # the browser too; pages waiting keep their bodies
@@ -372,28 +357,33 @@ class MRFetch(CrawlJob):
                 continue
 
     def _run_host(self, pkey, items, known, held, ended_at):
-        """Worker thread: fetch one key (*known*: its URLs the crawl requested before;
-        *held*: the others it has, with following on; *ended_at*: when its last request
-        in an earlier layer ended, epoch seconds, or None); every input record yields
-        one output record, and so does every URL it follows."""
+        """One key's flow (jobs.lib.keyqueue), run by whichever worker thread is free
+        and yielding where the key waits: fetch one key (*known*: its URLs the crawl
+        requested before; *held*: the others it has, with following on; *ended_at*:
+        when its last request in an earlier layer ended, epoch seconds, or None); every
+        input record yields one output record, and so does every URL it follows."""
         n_done = 0
-        hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
-                                 budget_deadline=self.budget_deadline,
-                                 delay=self.delays.of_key(r['url'] for r in items),
-                                 media=self.media)
-        follower = more = None
-        if self.follow_hops:
-            follower = follow.Follower(
-                hf.same_key, itertools.chain((r['url'] for r in items), known, held),
-                self.options.max_depth, self.follow_hops)
-            more = follower.items(self._may_follow, hf.requested)
+        hf = follower = more = None
         try:
+            hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
+                                     budget_deadline=self.budget_deadline,
+                                     delay=self.delays.of_key(r['url'] for r in items),
+                                     media=self.media)
+            if self.follow_hops:
+                follower = follow.Follower(
+                    hf.same_key, itertools.chain((r['url'] for r in items), known, held),
+                    self.options.max_depth, self.follow_hops)
+                more = follower.items(self._may_follow, hf.requested)
             if ended_at is not None:
                 # Another machine's clock a little ahead counts as 'just now'.
                 hf.slot.resume(max(0.0, time.time() - ended_at))
-            for doc in self.renderer.each(hf, items, self.options.layer, pkey, known, more or ()):
+            for doc in self.renderer.steps(hf, items, self.options.layer, pkey, known,
+                                           more or ()):
                 if self.cancelled.is_set():
                     return
+                if isinstance(doc, float):    # the key waits: no thread meanwhile
+                    yield doc
+                    continue
                 if not doc.get('followed'):
                     n_done += 1
                     self._listed(-1)
@@ -413,18 +403,23 @@ class MRFetch(CrawlJob):
                     rec, self.options.layer, R.FETCH_NETWORK_ERROR, reason), None))
             self._put(('error', reason, None))
         finally:
-            if follower is not None:
-                hf.stats[C.FOLLOW_QUEUED] = follower.queued
-                hf.stats[C.FOLLOW_LEFT] = hf.stats.get(C.FOLLOW_LEFT, 0) + follower.left
-            ago = hf.slot.ended_ago()
-            with self.stats_lock:
-                if ago is not None:
-                    self.paces[pkey] = (items[0]['url'], time.time() - ago)
-                self.robots_fetches += hf.robots_fetches
-                self.robots_failures += hf.robots_failures
-                for name, n in hf.stats.items():
-                    self.stats[name] = self.stats.get(name, 0) + n
+            if hf is not None:
+                self._key_done(pkey, items, hf, follower)
             self._put(('done', None, None))
+
+    def _key_done(self, pkey, items, hf, follower):
+        """Keep what the key's fetcher counted, and when its last request ended."""
+        if follower is not None:
+            hf.stats[C.FOLLOW_QUEUED] = follower.queued
+            hf.stats[C.FOLLOW_LEFT] = hf.stats.get(C.FOLLOW_LEFT, 0) + follower.left
+        ago = hf.slot.ended_ago()
+        with self.stats_lock:
+            if ago is not None:
+                self.paces[pkey] = (items[0]['url'], time.time() - ago)
+            self.robots_fetches += hf.robots_fetches
+            self.robots_failures += hf.robots_failures
+            for name, n in hf.stats.items():
+                self.stats[name] = self.stats.get(name, 0) + n
 
     def _page_parser(self):
         if self.parser is None:
@@ -440,7 +435,7 @@ class MRFetch(CrawlJob):
         """May a key whose list is done follow links now? Only while the task still
         has listed URLs to fetch (so following never makes the layer longer) and no
         key waits for a thread (so it takes no thread a listed key needs)."""
-        return self.listed_left > 0 and not self.keys_waiting and \
+        return self.listed_left > 0 and not self.queues.keys_waiting and \
             not self.cancelled.is_set()
 
     def _drain(self, block):
@@ -450,6 +445,8 @@ class MRFetch(CrawlJob):
             except queue.Empty:
                 if not block:
                     return
+                if self.queues.join(0) and self.results.empty():   # never expected
+                    raise RuntimeError('%d keys ended with no word' % self.active)
                 self._status()
                 continue
             if what == 'done':
@@ -493,7 +490,9 @@ class MRFetch(CrawlJob):
     def _status(self):
         self.report_counts()
         self.last_status = time.monotonic()
-        self.set_status('fetching: %d keys running' % self.active)
+        q = self.queues
+        self.set_status('fetching: %d keys left, %d in flight, %d threads' % (
+            self.active, q.in_flight, q.threads) if q else 'fetching')
 
 
 if __name__ == '__main__':

@@ -305,16 +305,19 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     assert crawl.runner_for(MRGenerate, [str(mid)], ['--max-depth', '2']) == 'local'
     assert crawl.runner_for(MRGenerate, [str(mid)], [                 # + the seeds' join
         '--max-depth', '2', '--inject', '--recrawl-at', '2026-01-01T00:00:00Z']) == 'inline'
-    # The inline fetch's conditions (delay 0.2 s, fetch.threads 32 in the test conf).
+    # The inline fetch's conditions (delay 0.2 s in the test conf).
     crawl = Crawl(str(tmp_path / 'other'), test_conf(), runner='local',
                   progress=lambda m: None)
-    assert crawl.conf['fetch']['threads'] >= 10 and crawl.conf['politeness']['delay'] == 0.2
+    assert crawl.conf['politeness']['delay'] == 0.2
     assert crawl.crawler.fetch_inline(2000, 10, '001')
     assert not crawl.crawler.fetch_inline(2001, 10, '001')        # runner.inline_fetch_max_urls
     assert not crawl.crawler.fetch_inline(100, 11, '001')         # 11 x 0.02 s > the delay
     assert not crawl.crawler.fetch_inline(100, None, '001')       # hosts unknown
-    assert not Crawl(str(tmp_path / 'other'), test_conf('fetch.threads=4'), runner='local',
-                     progress=lambda m: None).crawler.fetch_inline(100, 5, '001')
+    # Every host in flight at once: 1 MiB holds 32 keys (jobs.lib.keyqueue).
+    few = Crawl(str(tmp_path / 'other'), test_conf('fetch.keys_memory_mb=1',
+                                                   'politeness.delay=2'),
+                runner='local', progress=lambda m: None).crawler
+    assert few.fetch_inline(1000, 32, '001') and not few.fetch_inline(1000, 33, '001')
     assert not Crawl(str(tmp_path / 'other'), test_conf(), runner='inline',
                      progress=lambda m: None).crawler.fetch_inline(100, 5, '001')
 
@@ -343,15 +346,18 @@ def test_depth_zero_fetches_only_the_seeds(site, tmp_path):
     assert len(read_xml(os.path.join(out, 'xml'))) == 1
 
 
-def test_fetch_plan_runs_only_for_layers_with_more_hosts_than_threads(tmp_path):
+def test_fetch_plan_runs_only_for_layers_with_more_hosts_than_keys_in_flight(
+        tmp_path, monkeypatch):
     from drivers.fixture_site import FixtureSite
+    from jobs.lib import keyqueue
+    monkeypatch.setattr(keyqueue, 'KEY_BYTES', 1024 * 1024)    # a key per MiB
     with FixtureSite('127.0.0.2') as one, FixtureSite('127.0.0.3') as two:
         seeds = tmp_path / 'seeds.txt'
         seeds.write_text('%s\n%s\n' % (one.url('/'), two.url('/')))
-        for threads, planned in ((1, True), (2, False)):
-            out = str(tmp_path / ('threads%d' % threads))
-            Crawl(out, test_conf('fetch.threads=%d' % threads), runner='inline', depth=1,
-                  progress=lambda m: None).run(str(seeds))
+        for keys, planned in ((1, True), (2, False)):
+            out = str(tmp_path / ('keys%d' % keys))
+            Crawl(out, test_conf('fetch.keys_memory_mb=%d' % keys), runner='inline',
+                  depth=1, progress=lambda m: None).run(str(seeds))
             steps = sorted(os.listdir(os.path.join(out, 'steps')))
             with open(os.path.join(out, 'steps', 'inject.json')) as f:
                 assert json.load(f)['counters']['inject']['seed_hosts_total'] == 2

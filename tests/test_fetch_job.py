@@ -432,3 +432,24 @@ def test_a_keys_first_request_keeps_the_delay_from_its_last_in_an_earlier_layer(
             assert [r['path'] for r in s.requests[seen[s.host]:]] == ['/a.html']
         assert now.requests[-1]['t'] >= asked_t + delay * 0.95
         assert long_ago.requests[-1]['t'] < asked_t + delay / 2
+
+
+def test_hosts_in_flight_are_not_threads(tmp_path):
+    """12 hosts of 4 pages, two threads: a host waiting out its delay holds no thread,
+    so every host's requests overlap every other's (a thread per host would fetch two
+    hosts at a time, one after another), each host keeps its delay, nothing is lost."""
+    delay = 0.5
+    with ExitStack() as stack:
+        sites = [stack.enter_context(FixtureSite('127.0.1.%d' % i)) for i in range(2, 14)]
+        records = [{'kind': 'url', 'url': s.url(p), 'depth': 0} for s in sites
+                   for p in ('/', '/a.html', '/b.html', '/a/1.html')]
+        docs, counters = run(MRFetch, tmp_path, records, 'fetch.threads=2',
+                             'fetch.reducers=1', 'politeness.delay=%s' % delay)
+        spans = [(min(r['t'] for r in s.requests), max(r['t'] for r in s.requests))
+                 for s in sites]
+        for s in sites:
+            check_politeness(s, delay)
+    check_one_doc_each(records, docs, counters)
+    assert counters['fetch']['fetch_fetched_total'] == 48
+    # Every host's first request came before any host's last one.
+    assert max(a for a, _ in spans) < min(b for _, b in spans)

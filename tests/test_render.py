@@ -235,26 +235,29 @@ def test_a_request_to_a_key_another_thread_is_fetching_is_aborted(tmp_path):
     assert counters['render']['pages_rendered_total'] == 1
 
 
-def test_a_keys_thread_keeps_the_delay_after_the_renderers_request(tmp_path):
-    """The page's image is on a key whose own thread starts later (one thread: the
-    page's key, with more URLs, goes first): that thread's first request keeps the
-    delay after the renderer's request to its key. A delay well above the render's
-    idle time, so that a gap of that idle time alone would show."""
+def test_a_key_in_flight_is_not_asked_by_the_renderer(tmp_path):
+    """Every key of the list is in flight at once (jobs.lib.keyqueue), even with one
+    thread: the page's image is on another key of the list, in flight and waiting out
+    its delay, so the renderer's request for it is refused (key_busy) rather than
+    sent beside that key's own requests, and both keys keep their delay."""
     delay = 1.0
     with FixtureSite('127.0.0.10') as s, FixtureSite('127.0.0.11') as k:
         s.overrides['/'] = b'<html><img src="%s"></html>' % k.url('/image.png').encode()
         s.overrides['/first.html'] = b'<html><p>first</p></html>'
+        k.overrides['/b.html'] = b'<html><p>b</p></html>'
         conf = _conf(tmp_path, '127.0.0.10', True, 'fetch.reducers=1', 'fetch.threads=1',
                      'politeness.delay=%s' % delay)
         counters = _run_fetch(tmp_path, conf, [
             {'kind': 'url', 'url': s.url('/first.html'), 'depth': 0, 'priority': 2},
             {'kind': 'url', 'url': s.url('/'), 'depth': 0, 'priority': 1},  # rendered last
-            {'kind': 'url', 'url': k.url('/a.html'), 'depth': 0}])
-        assert k.paths() == ['/robots.txt', '/image.png', '/a.html']
+            {'kind': 'url', 'url': k.url('/a.html'), 'depth': 0},
+            {'kind': 'url', 'url': k.url('/b.html'), 'depth': 0},
+            {'kind': 'url', 'url': k.url('/c.html'), 'depth': 0}])
+        assert sorted(k.paths()) == ['/a.html', '/b.html', '/c.html', '/robots.txt']
         check_politeness(k, delay)
         check_politeness(s, delay)
-    assert counters['render']['subrequests_fetched_total'] == 1
-    assert counters['render']['subrequests_other_key_total'] == 1
+    assert counters['render']['subrequests_aborted_key_busy_total'] == 1
+    assert counters['render'].get('subrequests_fetched_total', 0) == 0
 
 
 def test_the_renderer_keeps_the_delay_after_a_keys_thread_ended():
@@ -323,17 +326,23 @@ def test_the_renderers_requests_keep_a_keys_crawl_delay(max_crawl_delay):
 
 def test_a_keys_pace_counts_the_renderers_requests(tmp_path):
     """The pace record of a key (when its last request ended, for later layers) counts
-    a rendered page's request to it after its own thread ended (one thread: the key,
-    with more URLs, goes first); a key only the renderer asked gets one too."""
+    a rendered page's request to it after its own flow ended (its one URL, fetched
+    while the page's key waits its delay before the page); a key only the renderer
+    asked gets one too."""
     with FixtureSite('127.0.0.16') as s, FixtureSite('127.0.0.17') as k, \
             FixtureSite('127.0.0.18') as only:
         s.overrides['/'] = b'<html><img src="%s"><img src="%s"></html>' % (
             k.url('/image.png').encode(), only.url('/image.png').encode())
-        conf = _conf(tmp_path, '127.0.0.16', True, 'fetch.reducers=1', 'fetch.threads=1')
+        s.overrides['/first.html'] = b'<html><p>first</p></html>'
+        # Two threads: one waits for the page's render while the other fetches k.
+        conf = _conf(tmp_path, '127.0.0.16', True, 'fetch.reducers=1', 'fetch.threads=2')
         out = tmp_path / 'robots'
-        _run_fetch(tmp_path, conf, [{'kind': 'url', 'url': u, 'depth': 0} for u in (
-            k.url('/a.html'), k.url('/b.html'), s.url('/'))], '--robots-dir', str(out))
-        assert k.paths() == ['/robots.txt', '/a.html', '/b.html', '/image.png']
+        _run_fetch(tmp_path, conf, [
+            {'kind': 'url', 'url': k.url('/a.html'), 'depth': 0},
+            {'kind': 'url', 'url': s.url('/first.html'), 'depth': 0, 'priority': 2},
+            {'kind': 'url', 'url': s.url('/'), 'depth': 0, 'priority': 1}],
+            '--robots-dir', str(out))
+        assert k.paths() == ['/robots.txt', '/a.html', '/image.png']
         # The servers log monotonic times; the pace records are epoch seconds.
         asked = {site: site.requests[-1]['t'] + time.time() - time.monotonic()
                  for site in (k, only)}
@@ -385,7 +394,7 @@ def test_a_task_that_renders_nothing_needs_no_render_distribution():
             "from jobs.lib.robots import RobotsCache\n"
             "from tests.conftest import test_conf\n"
             "r = Renderer(test_conf(), RobotsCache(), Resolver(True))\n"
-            "assert list(r.each(type('F', (), {'fetch': lambda *a: iter([{}]), 'key': 'k', 'slot': None})(),"
+            "assert list(r.steps(type('F', (), {'steps': lambda *a: iter([{}]), 'key': 'k', 'slot': None})(),"
             " [], 0, 'k')) == [{}]\n"
             "r.close()\n")
     done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,

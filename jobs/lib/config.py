@@ -139,7 +139,7 @@ def _validate(conf):
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
     for section, key in (('fetch', 'threads'), ('fetch', 'reducers'),
-                         ('fetch', 'max_body_bytes'), ('filter', 'max_url_length'),
+                         ('fetch', 'keys_memory_mb'), ('fetch', 'max_body_bytes'), ('filter', 'max_url_length'),
                          ('hadoop', 'reducers'), ('media', 'max_bytes'),
                          ('media', 'preview_size'), ('media', 'max_pixels'),
                          ('media', 'preview_seconds'), ('media', 'preview_memory_mb')):

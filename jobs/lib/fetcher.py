@@ -29,11 +29,13 @@ import hashlib
 import itertools
 import time
 
-from jobs.lib import content, counters as C, encoding, httpio, records as R, robots, urls
+from jobs.lib import content, counters as C, encoding, httpio, politeness, records as R, \
+    robots, urls
 from jobs.lib.sitemaps import kept_types
 from jobs.lib.httpio import NETWORK_ERRORS
 from jobs.lib.netpolicy import Resolver
 from jobs.lib.politeness import OutOfBudget, Slot, TimeLimit, politeness_key
+from jobs.lib.robotsfetch import RobotsReading
 
 
 def _carry(rec, doc):
@@ -60,7 +62,7 @@ def new_doc(rec, layer, status=None, reason=None):
         'encoding': None, 'body': None, 'headers': {}, 'attempts': 0})
 
 
-class HostFetcher:
+class HostFetcher(RobotsReading):
     """Fetches URLs of one politeness key, sequentially, with the configured delay.
 
     *resolver* (jobs.lib.netpolicy.Resolver, one per task) resolves and checks every
@@ -109,75 +111,6 @@ class HostFetcher:
     def _stat(self, name, n=1):
         self.stats[name] = self.stats.get(name, 0) + n
 
-    # -- robots.txt ---------------------------------------------------------------
-
-    def _fetch_robots(self, origin):
-        """Rules for *origin*: RFC 9309 error handling, up to 5 redirects, 500 KiB.
-
-        4xx: allow all. 5xx, 429 (as Nutch and Google treat it), unreachable or a
-        redirect chain longer than 5: disallow all for this layer (the URLs are deferred
-        and robots.txt is tried again next layer). Its requests keep the key's delay.
-        """
-        if not self.obey_robots:
-            return robots.Rules(allow_all=True)
-        url = origin + '/robots.txt'
-        try:
-            for _ in range(6):
-                self.slot.wait_turn()
-                self.robots_fetches += 1
-                deadline = self.slot.deadline()
-                entry = None
-                try:
-                    resp, entry = self.http.get(url, deadline)
-                    try:
-                        rules = self._robots_answer(url, resp, deadline)
-                        if isinstance(rules, robots.Rules):
-                            return rules
-                        url = rules
-                        if url is None:
-                            return robots.Rules(allow_all=True, reason='robots_bad_redirect')
-                    finally:
-                        resp.close()
-                except NETWORK_ERRORS as e:
-                    if entry is not None:
-                        self.http.disarm(entry, deadline, e)
-                    raise
-                finally:
-                    if entry is not None:
-                        self.http.disarm(entry, deadline)
-                    self.slot.done_request()
-            self.robots_failures += 1
-            return robots.Rules(deny_all=True, reason='robots_too_many_redirects')
-        except OutOfBudget:
-            raise
-        except TimeLimit:
-            self.robots_failures += 1
-            return robots.Rules(deny_all=True, reason='robots_time_limit')
-        except NETWORK_ERRORS as e:
-            self.robots_failures += 1
-            return robots.Rules(deny_all=True, reason='robots_' + httpio.error_reason(e))
-
-    def _robots_answer(self, url, resp, deadline):
-        """The response to *url* -> its Rules, or the URL it redirects to (None: bad)."""
-        if resp.is_redirect:       # each answer is kept for the WARC (warc.enabled)
-            self.http.keep_redirect(url, resp, self.max_body, deadline)
-            return urls.normalize(urls.resolve(url, resp.headers.get('location')))
-        if resp.status_code >= 400:
-            self.http.keep('robots', url, resp)          # an error's body is not read
-        if resp.status_code == 429 or resp.status_code >= 500:
-            self.robots_failures += 1
-            return robots.Rules(deny_all=True, reason='robots_%d' % resp.status_code)
-        if 400 <= resp.status_code < 500:
-            return robots.Rules(allow_all=True, reason='robots_%d' % resp.status_code)
-        body, truncated = self.http.read_body(resp, robots.MAX_ROBOTS_BYTES, deadline)
-        self.http.keep('robots', url, resp, body, truncated)
-        return robots.Rules(body, self.user_agent)
-
-    def _rules_for(self, url):
-        if not self.obey_robots:
-            return None
-        return self.robots_cache.get(urls.origin(url), self._fetch_robots)
-
     # -- one request of a chain, retried --------------------------------------------
 
     def _conditional_headers(self, rec):
@@ -202,14 +135,15 @@ class HostFetcher:
         return max(wait or 0.0, self.retry_backoff * 2 ** attempt)
 
     def _request(self, url, doc, headers=None):
-        """One request of a chain, retried on 5xx/429/transient errors with backoff.
+        """Steps of one request of a chain, retried on 5xx/429/transient errors with
+        backoff.
 
         Returns the redirect target (absolute, not yet normalised; '' for a redirect to
         nowhere), or None when *doc* holds the final answer.
         """
         attempt = 0
         while True:
-            self.slot.wait_turn()
+            yield from self.slot.turn()
             self._fetched.add(url)
             doc['attempts'] += 1
             deadline = self.slot.deadline()
@@ -323,7 +257,7 @@ class HostFetcher:
     # -- one URL: its redirect chain ------------------------------------------------
 
     def _check_hop(self, doc, target):
-        """(status, reason) when a redirect to *target* must not be followed, else None.
+        """Steps to (status, reason) when a redirect to *target* must not be followed, else None.
 
         Every hop passes what the job's mapper checks for in/ URLs (http(s), normalises,
         length) and stays within this politeness key: a hop to another key is recorded
@@ -353,7 +287,7 @@ class HostFetcher:
             refusal = httpio.host_refusal(self.resolver, target)
             if refusal is not None:
                 return refusal
-        rules = self._rules_for(target)
+        rules = yield from self._rules_steps(target)
         if rules is not None and not rules.allowed(target):
             if rules.deny_all:
                 return R.FETCH_DEFERRED, rules.reason or 'robots_unavailable'
@@ -361,16 +295,16 @@ class HostFetcher:
         return None
 
     def _follow(self, doc, headers):
-        """Request *doc*'s URL and follow its redirects within the limits; *doc* holds
+        """Steps: request *doc*'s URL and follow its redirects within the limits; *doc* holds
         the answer (or why the chain stopped)."""
         current = doc['url']
         for hop in range(self.max_redirects + 1):
             if hop:
-                refusal = self._check_hop(doc, current)
+                refusal = yield from self._check_hop(doc, current)
                 if refusal is not None:
                     doc.update(status=refusal[0], reason=refusal[1])
                     return
-            result = self._request(current, doc, headers if not hop else None)
+            result = yield from self._request(current, doc, headers if not hop else None)
             if result is None:
                 return
             target = urls.normalize(result)
@@ -383,11 +317,11 @@ class HostFetcher:
         doc.update(status=R.FETCH_NETWORK_ERROR, reason='too_many_redirects')
 
     def _fetch_one(self, rec, layer):
-        """One doc record for the in/ record *rec*."""
+        """Steps to one doc record for the in/ record *rec*."""
         doc = new_doc(rec, layer)
         start = self.clock()
         try:
-            self._follow(doc, self._conditional_headers(rec))
+            yield from self._follow(doc, self._conditional_headers(rec))
         except OutOfBudget:
             doc.update(status=R.FETCH_DEFERRED, reason='time_budget', final_url=doc['url'],
                        redirects=[], body=None, length=0, digest=None)
@@ -406,9 +340,9 @@ class HostFetcher:
         return doc
 
     def _fetch_checked(self, rec, layer):
-        """robots.txt first (its rules and Crawl-delay), then the fetch."""
+        """Steps: robots.txt first (its rules and Crawl-delay), then the fetch."""
         url = rec['url']
-        rules = self._rules_for(url)
+        rules = yield from self._rules_steps(url)
         if rules is not None:
             if not rules.allowed(url):
                 return new_doc(rec, layer, R.FETCH_DEFERRED if rules.deny_all
@@ -421,14 +355,21 @@ class HostFetcher:
                 if crawl_delay > self.slot.delay:
                     self._stat(C.CRAWL_DELAY_RAISED)
                     self.slot.raise_delay(crawl_delay)
-        return self._fetch_one(rec, layer)
+        return (yield from self._fetch_one(rec, layer))
 
     # -- a key ------------------------------------------------------------------------
 
     def fetch(self, items, layer=0, key=None, known=frozenset(), more=()):
         """Yield one doc record per in/ record in *items* (all of politeness key *key*,
         whose URLs requested before are *known*), then one per followed URL record
-        that *more* yields (jobs.lib.follow.Follower.items) and this fetcher requests."""
+        that *more* yields (jobs.lib.follow.Follower.items) and this fetcher requests;
+        sleeps through the key's waits."""
+        return politeness.waited(self.steps(items, layer, key, known, more), self.clock,
+                                 self.slot.sleep)
+
+    def steps(self, items, layer=0, key=None, known=frozenset(), more=()):
+        """:meth:`fetch`'s docs and, between them, the key's waits: a float, the clock()
+        time the key may go on (jobs.lib.keyqueue holds the key meanwhile, no thread)."""
         if items and key is None:
             key = politeness_key(items[0]['url'], self.key_mode, self.resolver)
         self.key = key
@@ -437,8 +378,8 @@ class HostFetcher:
         self.http = httpio.KeySession(self.user_agent, self.timeout, self.resolver,
                                       self.slot, self.warc)
         try:    # each doc carries the robots.txt and redirect answers its fetch got
-            docs = self._fetch_key(itertools.chain(items, more), layer)
-            yield from map(self.http.attach_kept, docs)
+            for item in self._fetch_key(itertools.chain(items, more), layer):
+                yield item if isinstance(item, float) else self.http.attach_kept(item)
         finally:
             self.http.close()
 
@@ -472,7 +413,7 @@ class HostFetcher:
                 yield new_doc(rec, layer, *refusals[name])
                 continue
             try:
-                doc = self._fetch_checked(rec, layer)
+                doc = yield from self._fetch_checked(rec, layer)
             except OutOfBudget:
                 doc = new_doc(rec, layer, R.FETCH_DEFERRED, 'time_budget')
             if doc['status'] == R.FETCH_DEFERRED and doc['reason'] == 'time_budget':

@@ -118,6 +118,7 @@ class KeySession:
         Returns (response, watchdog entry): the entry stays armed while the body is read
         and must be passed to :meth:`disarm`.
         """
+        self.track()    # a key's flow may move from thread to thread (jobs.lib.keyqueue)
         entry = WATCHDOG.arm(time.monotonic() + max(0.0, deadline - self.slot.clock()),
                              self._cut)
         try:

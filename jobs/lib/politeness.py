@@ -5,7 +5,9 @@ A *politeness key* (``politeness.key``) is the host (``host[:port]``), its IP ad
 at a time. A :class:`Slot` (Scrapy's downloader slot, Nutch's FetchItemQueue) keeps one
 key's timing: each request starts at least ``delay`` seconds after the previous one
 ended, a robots.txt ``Crawl-delay`` raises that delay, and the reducer's time budget
-(``fetch.time_budget``) ends the key's turn.
+(``fetch.time_budget``) ends the key's turn. A wait is a step (:meth:`Slot.turn`) that a
+scheduler resumes when it is over (jobs.lib.keyqueue), not a sleep: a key waiting out
+its delay holds no thread.
 """
 from jobs.lib import urls
 from jobs.lib.filters import registered_domain
@@ -44,6 +46,28 @@ def fetch_key(rec, conf, resolver):
         return None
     rec['url'] = url
     return politeness_key(url, conf['politeness']['key'], resolver)
+
+
+def run(steps, clock, sleep):
+    """Drive *steps* (a generator that yields the clock() times it waits for, as
+    :meth:`Slot.turn`) to its return value, sleeping through each wait: the blocking
+    form of a key's steps, for callers that own their thread."""
+    while True:
+        try:
+            at = next(steps)
+        except StopIteration as stop:
+            return stop.value
+        sleep(max(0.0, at - clock()))
+
+
+def waited(steps, clock, sleep):
+    """The items of *steps* that are not waits (a float: a clock() time), sleeping
+    through the waits."""
+    for item in steps:
+        if isinstance(item, float):
+            sleep(max(0.0, item - clock()))
+        else:
+            yield item
 
 
 class TimeLimit(Exception):
@@ -91,14 +115,24 @@ class Slot:
         self._next_request = 0.0
         self._last_end = None       # clock() when the key's last request ended
 
+    def turn(self):
+        """Steps until this key may be asked again: yields the clock() time it waits
+        for, and holds no thread meanwhile (jobs.lib.keyqueue resumes it then; a Slot or
+        a Crawl-delay that moved the turn is checked again); OutOfBudget if that is too
+        late."""
+        while True:
+            now = self.clock()
+            wait = self._next_request - now
+            if self.budget_deadline is not None and \
+                    now + max(wait, 0.0) >= self.budget_deadline:
+                raise OutOfBudget()
+            if wait <= 0:
+                return
+            yield self._next_request
+
     def wait_turn(self):
         """Sleep until this key may be asked again; OutOfBudget if that is too late."""
-        wait = self._next_request - self.clock()
-        if self.budget_deadline is not None and \
-                self.clock() + max(wait, 0.0) >= self.budget_deadline:
-            raise OutOfBudget()
-        if wait > 0:
-            self.sleep(wait)
+        run(self.turn(), self.clock, self.sleep)
 
     def done_request(self, pause=0.0):
         """A request to this key ended: the next one waits the delay (or *pause*, if longer)."""

@@ -31,7 +31,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from jobs.lib import counters as C, encoding, records as R
+from jobs.lib import counters as C, encoding, politeness, records as R
 from jobs.lib.sites import SiteIndex
 from jobs.lib.subrequest import Asked, Budget, SubRequests
 
@@ -141,12 +141,18 @@ class Renderer:
 
     def each(self, hf, items, layer, key, *rest):
         """``hf.fetch(items, layer, key, *rest)``'s docs, each rendered first when its
-        site asks for it."""
+        site asks for it; sleeps through the key's waits."""
+        return politeness.waited(self.steps(hf, items, layer, key, *rest), hf.clock,
+                                 hf.slot.sleep)
+
+    def steps(self, hf, items, layer, key, *rest):
+        """:meth:`each`'s docs and the key's waits between them (HostFetcher.steps)."""
         self.requests.busy(key, 1, hf.slot)
         try:
-            for doc in hf.fetch(items, layer, key, *rest):
+            for doc in hf.steps(items, layer, key, *rest):
                 # The key's thread waits for its page: a fetcher's Slot is one thread's.
-                yield self._finish(self._submit(doc, hf)) if self.wants(doc) else doc
+                wanted = not isinstance(doc, float) and self.wants(doc)
+                yield self._finish(self._submit(doc, hf)) if wanted else doc
         finally:
             loop = self._loop if self.requests.busy(key, -1, hf.slot) else None
             if loop is not None:     # the key's page, if it has one, is not needed now

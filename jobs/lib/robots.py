@@ -150,6 +150,21 @@ class RobotsCache:
         self._rules[origin] = rules
         self._preloaded.add(origin)
 
+    def lookup(self, origin):
+        """The rules of *origin* if they were read (or preloaded), else None."""
+        rules = self._rules.get(origin)
+        if rules is not None and origin in self._preloaded:
+            self.reused.add(origin)
+        return rules
+
+    def store(self, origin, rules):
+        """Keep *rules*, read for *origin* by its key's flow; if another thread read them
+        meanwhile (a render sub-request), theirs stay. Returns the rules kept."""
+        with self._lock:
+            if origin not in self._rules:
+                self._rules[origin] = self.fetched[origin] = rules
+            return self._rules[origin]
+
     def get(self, origin, fetch):
         with self._lock:
             lock = self._locks.setdefault(origin, threading.Lock())
