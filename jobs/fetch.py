@@ -155,7 +155,9 @@ class MRFetch(CrawlJob):
         self.bins = self.options.bins or self.conf['fetch']['reducers']
         self.follow = self.conf['fetch']['follow_hops'] > 0
         # robots.txt answers read since then are reused (RFC 9309 2.4: at most 24 h).
-        self.robots_since = time.time() - 3600 * self.conf['politeness']['robots_cache_hours']
+        pol = self.conf['politeness']
+        self.robots_since = time.time() - 3600 * pol['robots_cache_hours']
+        self.robots_error_since = time.time() - 60 * pol['robots_error_minutes']
         self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
         self.planned = {}
         if self.options.plan and self.bins == self.conf['fetch']['reducers']:
@@ -177,7 +179,8 @@ class MRFetch(CrawlJob):
                 yield self._list_key(rec['key']), [rec['key'], rec]
                 continue
             if rec['kind'] == 'robots':
-                if rec['fetched_at'] >= self.robots_since:
+                if rec['fetched_at'] >= (self.robots_error_since if rec.get('deny_all')
+                                         else self.robots_since):
                     key = politeness.politeness_key(rec['url'],
                                                     self.conf['politeness']['key'],
                                                     self.resolver)

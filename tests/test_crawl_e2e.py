@@ -451,9 +451,10 @@ def test_following_changes_when_pages_are_fetched_not_what_comes_out(tmp_path):
 def test_robots_txt_is_read_once_a_cycle_and_a_failure_is_asked_again(tmp_path):
     """politeness.robots_cache_hours: the fixture site's robots.txt is read in layer 0
     only (its rules still hold in layers 1-3); with 0, once a layer. A robots.txt that
-    answers 503 is never kept: its host is asked again in the next layer."""
+    answers 503 is kept politeness.robots_error_minutes: its host's URLs are deferred
+    without a request in the next layers; with 0, it is asked again in every layer."""
     from drivers.fixture_site import FixtureSite
-    for name in ('cached', 'uncached', 'failing'):
+    for name in ('cached', 'uncached', 'failing', 'failing-asked'):
         (tmp_path / name).mkdir()
     with FixtureSite() as site:
         out, _ = crawl_site(site, tmp_path / 'cached', test_conf(), 3)
@@ -465,5 +466,13 @@ def test_robots_txt_is_read_once_a_cycle_and_a_failure_is_asked_again(tmp_path):
         crawl_site(site, tmp_path / 'uncached', test_conf('politeness.robots_cache_hours=0'), 3)
         assert site.paths().count('/robots.txt') == 4
     with FixtureSite(robots_status=503) as site:
-        crawl_site(site, tmp_path / 'failing', test_conf(), 2)
+        out, _ = crawl_site(site, tmp_path / 'failing', test_conf(), 2)
+        assert site.paths() == ['/robots.txt']            # asked once, then kept
+        for layer in ('000', '001', '002'):
+            pages = read_records(os.path.join(out, 'out', layer))
+            assert [(p['status'], p['reason']) for p in pages] == \
+                [('deferred', 'robots_503')], layer       # the seed, deferred each layer
+    with FixtureSite(robots_status=503) as site:
+        crawl_site(site, tmp_path / 'failing-asked',
+                   test_conf('politeness.robots_error_minutes=0'), 2)
         assert site.paths() == ['/robots.txt'] * 3       # deferred, asked in every layer

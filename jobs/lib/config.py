@@ -131,6 +131,7 @@ _KEY_RE = re.compile(r'([a-z_]+\.[a-z_]+)\b')
 def _validate(conf):
     """Range checks that types alone cannot express."""
     for section, key in (('politeness', 'delay'), ('politeness', 'max_crawl_delay'),
+                         ('politeness', 'robots_error_minutes'),
                          ('fetch', 'connect_timeout'), ('fetch', 'read_timeout'),
                          ('fetch', 'max_request_seconds'), ('render', 'max_seconds'),
                          ('render', 'max_requests'), ('render', 'max_bytes'),

@@ -103,18 +103,17 @@ class Rules:
 
     def record(self, origin):
         """The ``robots`` record that lets later layers reuse these rules (MRFetch
-        --robots-dir): its URL and origin, time read (epoch seconds), the answer. None
-        for deny_all, which is never reused."""
-        if self.deny_all:
-            return None
+        --robots-dir): its URL and origin, time read (epoch seconds), the answer
+        (``deny_all``: it could not be read, reused for politeness.robots_error_minutes
+        only)."""
         return {'kind': 'robots', 'url': origin + '/robots.txt', 'origin': origin,
-                'fetched_at': round(self.read_at, 3),
-                'allow_all': self.allow_all, 'reason': self.reason, 'text': self.text}
+                'fetched_at': round(self.read_at, 3), 'allow_all': self.allow_all,
+                'deny_all': self.deny_all, 'reason': self.reason, 'text': self.text}
 
     @classmethod
     def from_record(cls, rec, user_agent):
         return cls(rec.get('text'), user_agent, allow_all=rec['allow_all'],
-                   reason=rec.get('reason'))
+                   deny_all=rec.get('deny_all', False), reason=rec.get('reason'))
 
     def allowed(self, url):
         if self.deny_all:
