@@ -21,6 +21,7 @@ politeness key's last request of layer L ended (``pace`` records), and a later l
 lists join it, so a key's first request waits out the delay from there. The next layer
 starts as soon as it is generated; only the keys that were just asked wait.
 """
+import os
 import time
 
 import orjson
@@ -35,11 +36,14 @@ class CrawlerDriver:
     #: CPU seconds one fetched page costs its fetch task (HTTP and the fused parse),
     #: rounded up from the CPU-bound benchmark (bench/README.md, cpu1x).
     FETCH_CPU_PER_PAGE = 0.02
+    #: Seconds a local fetch task's process takes to start (a fork, the job's imports).
+    TASK_START_SECONDS = 1.5
 
     def __init__(self, crawl):
         self.crawl = crawl
         self.conf = crawl.conf
         self.summed = set()     # layers whose generate summed plan costs in this run
+        self._cores = None
 
     def fetch(self, layer, urls_in, hosts_in, steps):
         """Plan (if needed), fetch and, without fetch.parse, archive layer *layer*; each
@@ -48,14 +52,17 @@ class CrawlerDriver:
         from jobs.warc import MRWarc
         c, L = self.crawl, layer_name(layer)
         args = ['--layer', str(layer)]
-        if self.plan_needed(hosts_in, c.path('plan', L)):
-            self.plan(steps, L, args)
+        inline = self.fetch_inline(urls_in, hosts_in, L)
+        bins = 1 if inline else self.lists(urls_in, hosts_in)
+        if bins > 1 and self.plan_needed(hosts_in, c.path('plan', L)):
+            self.plan(steps, L, args + ['--bins', str(bins)], bins)
         c.fs.rm(c.path('plan_sums', L))
         doc = c.path('doc', L)
         fused = c.fused_parse and not c.fs.exists(doc)
         fetched = c.path('out', L) if fused else doc
         archive = self.warc_args('mrcrawl-L' + L) if c.warc_enabled else []
-        runner, fetch_args = self.where(urls_in, hosts_in, L)
+        runner = 'inline' if inline else None
+        fetch_args = ['--bins', str(bins)] + (self.plan_args(L) if bins > 1 else [])
         if self.conf['fetch']['follow_hops']:
             fetch_args = fetch_args + ['--max-depth', str(c.depth)]
         if c.warc_enabled:
@@ -106,16 +113,39 @@ class CrawlerDriver:
         meta = self.crawl.path('meta', L)
         return meta if self.crawl.fs.exists(self.crawl.fs.join(meta, '_SUCCESS')) else None
 
-    def where(self, urls_in, hosts_in, L):
-        """(runner or None for the crawl's, extra fetch arguments) for layer L."""
-        c = self.crawl
-        if self.fetch_inline(urls_in, hosts_in, L):
-            return 'inline', ['--bins', '1']
-        plan = self.plan_args(L)
-        if c.runner == 'hadoop' and not plan and hadoop.one_fetch_list(
-                self.conf, urls_in, hosts_in, self.FETCH_CPU_PER_PAGE):
-            return None, ['--bins', '1']        # one fetch container
-        return None, plan
+    def lists(self, urls, hosts):
+        """Fetch lists (tasks) of a layer of *urls* URLs on *hosts* politeness keys (None:
+        unknown): fetch.reducers if set. Else one per core the crawl runs on (this
+        machine's; on Hadoop, the cluster's vcores), no more than give each list more
+        CPU work (urls x FETCH_CPU_PER_PAGE) than its start costs (TASK_START_SECONDS,
+        on Hadoop a container's: hadoop.CONTAINER_SECONDS); one when one core keeps up
+        with the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay); at least one
+        per keyqueue.keys_in_flight keys, so that every key is in flight at once; never
+        more than the keys."""
+        n = self.conf['fetch']['reducers']
+        if n:
+            return n
+        cpu = self.FETCH_CPU_PER_PAGE
+        if hosts is not None and hosts * cpu <= self.conf['politeness']['delay']:
+            n = 1
+        else:
+            start = hadoop.CONTAINER_SECONDS if self.crawl.runner == 'hadoop' \
+                else self.TASK_START_SECONDS
+            n = max(1, min(self.cores(), int(urls * cpu // start)))
+        if hosts is not None:
+            n = min(max(n, -(-hosts // keyqueue.keys_in_flight(self.conf))), max(1, hosts))
+        return n
+
+    def cores(self):
+        """Cores the fetch tasks run on: the YARN cluster's vcores (asked once a run),
+        else this machine's."""
+        if self._cores is None:
+            vcores = hadoop.cluster_vcores() if self.crawl.runner == 'hadoop' else None
+            if self.crawl.runner == 'hadoop' and vcores is None:
+                self.crawl.progress('YARN did not tell its vcores: fetch lists sized '
+                                    'by this machine\'s cores')
+            self._cores = vcores or os.cpu_count() or 1
+        return self._cores
 
     def fetch_inline(self, urls, hosts, L):
         """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the
@@ -162,7 +192,7 @@ class CrawlerDriver:
             self.summed.add(L)
         return c.task_path_args('--plan-dir', c.path('plan_sums', L))
 
-    def plan(self, steps, L, args):
+    def plan(self, steps, L, args, bins):
         """plan/L, placed in the driver from plan_sums/L when this run's generate wrote
         in/L with them (every task commits its file before the job succeeds); else (the
         seeds' layer, a resumed run, whose settings may differ) made by MRPlanFetch."""
@@ -175,7 +205,7 @@ class CrawlerDriver:
             return
         start = time.monotonic()
         recs, keys = plan.records([orjson.loads(line) for line in read_lines(c, sums)],
-                                  self.conf)
+                                  self.conf, bins)
         write_lines(c, c.path('tmp', 'plan'), [orjson.dumps(r) for r in recs])
         steps['plan'] = step = {
             'counters': {C.PLAN: {C.PLAN_KEYS: keys, C.PLAN_KEYS_PLACED: len(recs)}},

@@ -46,7 +46,6 @@ from mrjob.fs.local import LocalFilesystem
 from mrjob.hadoop import HadoopJobRunner
 
 from jobs.base import SPLIT_MAX_BYTES, whole_files
-from jobs.lib import keyqueue
 from drivers.runners import InlineRunner
 
 #: Distributions the tasks import (their own dependencies come along through pip).
@@ -398,17 +397,24 @@ class StagedInlineRunner(InlineRunner):
 CONTAINER_SECONDS = 5.5
 
 
-def one_fetch_list(conf, urls, hosts, cpu):
-    """Fetch a layer of *urls* URLs on *hosts* hosts as one fetch list (one task)
-    rather than fetch.reducers? When every host is in flight in that task at once
-    (hosts <= keyqueue.keys_in_flight, so politeness time is the same), and either one core keeps
-    up with the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) or the CPU a
-    second task would take off the first (half the layer's, at *cpu* seconds a page:
-    CrawlerDriver.FETCH_CPU_PER_PAGE) is less than its container costs."""
-    if hosts is None or hosts > keyqueue.keys_in_flight(conf) or \
-            conf['fetch']['reducers'] < 2:
-        return False
-    return urls * cpu / 2 <= CONTAINER_SECONDS or hosts * cpu <= conf['politeness']['delay']
+def cluster_vcores():
+    """The vcores of the YARN cluster's running NodeManagers (the ResourceManager's
+    /ws/v1/cluster/metrics, at the address its yarn-site.xml names), or None when it
+    does not answer."""
+    import requests
+    from drivers import hadoop_locate
+    url = hadoop_locate.rm_webapp_url(hadoop_locate.conf_dir_of())
+    if url is None:
+        return None
+    try:
+        with requests.Session() as s:
+            s.trust_env = False
+            resp = s.get(url + '/ws/v1/cluster/metrics', timeout=10,
+                         headers={'Accept': 'application/json'})
+            resp.raise_for_status()
+            return int(resp.json()['clusterMetrics']['totalVirtualCores']) or None
+    except (requests.RequestException, ValueError, KeyError, TypeError):
+        return None
 
 
 def cut_for(job_cls, runner):

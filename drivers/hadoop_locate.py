@@ -237,6 +237,21 @@ def webhdfs_url(env, conf_dir):
     return DEFAULT_WEBHDFS_URL
 
 
+def rm_webapp_url(conf_dir, env=None):
+    """The ResourceManager's web address (yarn.resourcemanager.webapp.address, else its
+    hostname and port 8088) from *conf_dir*'s yarn-site.xml, or None."""
+    env = os.environ if env is None else env
+    props = read_site(os.path.join(conf_dir, 'yarn-site.xml')) if conf_dir else {}
+    addr = _expand(props.get('yarn.resourcemanager.webapp.address', ''), props, env)
+    host, _, port = addr.rpartition(':')
+    rm_host = _expand(props.get('yarn.resourcemanager.hostname', ''), props, env)
+    if host in ('', '0.0.0.0') and rm_host:
+        host = rm_host
+    if host and port.isdigit():
+        return 'http://%s:%s' % (host, port)
+    return 'http://%s:8088' % rm_host if rm_host else None
+
+
 def _mtime(path):
     try:
         return os.stat(path).st_mtime_ns

@@ -134,7 +134,7 @@ class MRFetch(CrawlJob):
                               'layer fetched inline). Default: 0 (fetch.reducers).')
 
     def steps(self):
-        bins = self.options.bins or self.conf['fetch']['reducers']
+        bins = plan.bins_of(self.options.bins, self.conf)
         fetch_conf = dict(WHOLE_FILES)
         if bins > 1:
             # Uber mode would run the lists one after another in the ApplicationMaster.
@@ -152,7 +152,7 @@ class MRFetch(CrawlJob):
 
     def mapper_init_plan(self):
         """Load the plan: {politeness key: bin} for the keys it placed."""
-        self.bins = self.options.bins or self.conf['fetch']['reducers']
+        self.bins = plan.bins_of(self.options.bins, self.conf)
         self.follow = self.conf['fetch']['follow_hops'] > 0
         # robots.txt answers read since then are reused (RFC 9309 2.4: at most 24 h).
         pol = self.conf['politeness']
@@ -160,11 +160,13 @@ class MRFetch(CrawlJob):
         self.robots_error_since = time.time() - 60 * pol['robots_error_minutes']
         self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
         self.planned = {}
-        if self.options.plan and self.bins == self.conf['fetch']['reducers']:
+        if self.options.plan:
             with open(self.options.plan, 'rb') as f:
                 for line in f:
-                    if line.strip():
-                        rec = orjson.loads(line)
+                    rec = orjson.loads(line) if line.strip() else None
+                    # A plan made for another count of lists (a resumed layer): unused.
+                    if rec and rec['partition'] < self.bins and \
+                            rec['label'] == plan.label_for(rec['partition'], self.bins):
                         self.planned[rec['key']] = rec['partition']
 
     def mapper_key_by_host(self, _, line):

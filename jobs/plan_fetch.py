@@ -22,6 +22,12 @@ class MRPlanFetch(CrawlJob):
     and task, the table is as big as the plan reducer's anyway), one reducer places."""
     COUNTER_GROUP = C.PLAN
 
+    def configure_args(self):
+        super().configure_args()
+        self.add_passthru_arg('--bins', type=int, default=0,
+                              help='Fetch lists to place the keys in (MRFetch --bins). '
+                              'Default: 0 (fetch.reducers, or this machine\'s cores).')
+
     def steps(self):
         return [MRStep(mapper_init=self.mapper_init_sums,
                        mapper=self.mapper_cost_by_key,
@@ -45,7 +51,8 @@ class MRPlanFetch(CrawlJob):
 
     def reducer_place(self, _, values):
         """All keys' costs -> plan records of the keys worth placing (LPT)."""
-        recs, keys = plan.records(values, self.conf)
+        recs, keys = plan.records(values, self.conf, plan.bins_of(self.options.bins,
+                                                                  self.conf))
         self.count(C.PLAN_KEYS, keys)
         self.count(C.PLAN_KEYS_PLACED, len(recs))
         for rec in recs:

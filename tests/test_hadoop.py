@@ -625,3 +625,15 @@ def test_sites_drive_a_yarn_crawl(tmp_path):
         assert sum(r['urls'] for r in recs) == row['urls_in']
         assert sum(r['fetched'] for r in recs) == row['fetched'] > 0
     fs.rm(out_uri)
+
+
+def test_the_clusters_vcores_come_from_the_resourcemanager():
+    """Fetch lists are sized by the cluster's vcores (CrawlerDriver.lists): the test
+    cluster's NodeManagers have 8 each (hadoop/up.sh)."""
+    from drivers import hadoop, hadoop_locate
+    url = hadoop_locate.rm_webapp_url(hadoop_locate.conf_dir_of())
+    with urllib.request.urlopen(url + '/ws/v1/cluster/nodes', timeout=30) as resp:
+        nodes = json.load(resp)['nodes']['node']
+    running = [n for n in nodes if n['state'] == 'RUNNING']
+    assert running
+    assert hadoop.cluster_vcores() == 8 * len(running)

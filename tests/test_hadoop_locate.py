@@ -145,6 +145,19 @@ def test_an_ha_nameservice_gives_its_first_namenode(tmp_path):
     assert hadoop_locate.webhdfs_url({}, str(conf)) == 'http://master-1.example:9870'
 
 
+def test_the_resourcemanagers_web_address_comes_from_yarn_site(tmp_path):
+    conf = tmp_path / 'conf'
+    assert hadoop_locate.rm_webapp_url(str(conf)) is None          # no yarn-site.xml
+    site(conf / 'yarn-site.xml', {'yarn.resourcemanager.hostname': 'rm.example'})
+    assert hadoop_locate.rm_webapp_url(str(conf)) == 'http://rm.example:8088'
+    site(conf / 'yarn-site.xml', {'yarn.resourcemanager.hostname': 'rm.example',
+                                  'yarn.resourcemanager.webapp.address': '0.0.0.0:18088'})
+    assert hadoop_locate.rm_webapp_url(str(conf)) == 'http://rm.example:18088'
+    site(conf / 'yarn-site.xml', {'rm': 'rm2.example',
+                                  'yarn.resourcemanager.webapp.address': '${rm}:8090'})
+    assert hadoop_locate.rm_webapp_url(str(conf)) == 'http://rm2.example:8090'
+
+
 def test_site_files_with_entities_are_not_read(tmp_path):
     """No entity of a configuration file is expanded (billion laughs, external files):
     a file with a DOCTYPE is ignored, fs.defaultFS's host is used."""

@@ -107,17 +107,40 @@ def test_every_module_the_jobs_import_is_in_the_deps_archive():
     assert not missing, sorted(missing)
 
 
-def test_one_fetch_list_only_when_it_costs_no_politeness_time():
-    conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0', 'fetch.threads=32'])
-    ok = lambda urls, hosts, c=conf: hadoop.one_fetch_list(c, urls, hosts, 0.02)  # noqa
-    assert ok(550, 20)          # 550 x 0.02 / 2 = 5.5 s <= the containers' cost
-    assert not ok(551, 20)      # a second list wins more than its containers cost
-    assert not ok(100, 33)      # more hosts than one reducer's threads: politeness time
-    assert not ok(100, None)    # hosts unknown
-    polite = config.load(overrides=TEST_SETTINGS + ['politeness.delay=1'])
-    assert ok(5000, 20, polite)  # 20 x 0.02 s <= 1 s: one core keeps up with the hosts
-    one = config.load(overrides=TEST_SETTINGS + ['fetch.reducers=1'])
-    assert not ok(10, 1, one)   # nothing to save
+def _lists(runner, *settings, cores=None, vcores=None, monkeypatch=None):
+    """CrawlerDriver.lists of a crawl on *runner* with *settings* (delay 0 unless set)."""
+    import types
+    from drivers.crawler_driver import CrawlerDriver
+    lines = []
+    conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0'] + list(settings))
+    crawl = types.SimpleNamespace(conf=conf, runner=runner, progress=lines.append)
+    if monkeypatch is not None:
+        monkeypatch.setattr(hadoop, 'cluster_vcores', lambda: vcores)
+    driver = CrawlerDriver(crawl)
+    driver._cores = cores
+    return driver.lists, lines
+
+
+def test_fetch_lists_follow_the_cores_and_the_work(monkeypatch):
+    local, _ = _lists('local', cores=4)
+    assert local(10000, 1000) == 4         # one per core
+    assert local(150, 100) == 2            # 150 x 0.02 s: two task starts' worth
+    assert local(50, 20) == 1              # less CPU than a second task's start
+    assert local(100000, 3) == 3           # never more lists than keys
+    yarn, lines = _lists('hadoop', vcores=16, monkeypatch=monkeypatch)
+    assert yarn(10000, 1000) == 16 and lines == []      # the cluster's vcores
+    assert yarn(550, 100) == 2             # 550 x 0.02 s = two containers' start
+    assert yarn(274, 100) == 1
+    polite, _ = _lists('hadoop', 'politeness.delay=1', cores=16)
+    assert polite(5000, 50) == 1           # 50 x 0.02 s <= 1 s: one core keeps up
+    assert polite(5000, 51) == 16
+    few, _ = _lists('local', 'fetch.keys_memory_mb=1', cores=2)   # 32 keys in flight
+    assert few(10, 100) == 4               # every key in flight at once
+    fixed, _ = _lists('local', 'fetch.reducers=5', cores=2)
+    assert fixed(10, 1) == 5
+    blind, lines = _lists('hadoop', vcores=None, monkeypatch=monkeypatch)
+    assert blind(10000, 1000) == (os.cpu_count() or 1)
+    assert lines == ["YARN did not tell its vcores: fetch lists sized by this machine's cores"]
 
 
 def test_jobs_set_their_hadoop_settings(tmp_path):

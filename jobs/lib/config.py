@@ -131,7 +131,7 @@ _KEY_RE = re.compile(r'([a-z_]+\.[a-z_]+)\b')
 def _validate(conf):
     """Range checks that types alone cannot express."""
     for section, key in (('politeness', 'delay'), ('politeness', 'max_crawl_delay'),
-                         ('politeness', 'robots_error_minutes'),
+                         ('politeness', 'robots_error_minutes'), ('fetch', 'reducers'),
                          ('fetch', 'connect_timeout'), ('fetch', 'read_timeout'),
                          ('fetch', 'max_request_seconds'), ('render', 'max_seconds'),
                          ('render', 'max_requests'), ('render', 'max_bytes'),
@@ -139,8 +139,7 @@ def _validate(conf):
         if conf[section][key] < 0:
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
-    for section, key in (('fetch', 'threads'), ('fetch', 'reducers'),
-                         ('fetch', 'keys_memory_mb'), ('fetch', 'max_body_bytes'), ('filter', 'max_url_length'),
+    for section, key in (('fetch', 'threads'), ('fetch', 'keys_memory_mb'), ('fetch', 'max_body_bytes'), ('filter', 'max_url_length'),
                          ('hadoop', 'reducers'), ('media', 'max_bytes'),
                          ('media', 'preview_size'), ('media', 'max_pixels'),
                          ('media', 'preview_seconds'), ('media', 'preview_memory_mb')):
