@@ -72,7 +72,6 @@ import threading
 import time
 import zlib
 
-import orjson
 from mrjob.step import MRStep
 
 from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
@@ -159,15 +158,7 @@ class MRFetch(CrawlJob):
         self.robots_since = time.time() - 3600 * pol['robots_cache_hours']
         self.robots_error_since = time.time() - 60 * pol['robots_error_minutes']
         self.resolver = Resolver.for_conf(self.conf)     # politeness.key = ip resolves
-        self.planned = {}
-        if self.options.plan:
-            with open(self.options.plan, 'rb') as f:
-                for line in f:
-                    rec = orjson.loads(line) if line.strip() else None
-                    # A plan made for another count of lists (a resumed layer): unused.
-                    if rec and rec['partition'] < self.bins and \
-                            rec['label'] == plan.label_for(rec['partition'], self.bins):
-                        self.planned[rec['key']] = rec['partition']
+        self.planned = plan.load(self.options.plan, self.bins) if self.options.plan else {}
 
     def mapper_key_by_host(self, _, line):
         """in/ line -> ('LABEL KEY', [politeness key, url record]); crawldb line of a

@@ -132,6 +132,19 @@ class Sums:
         return [[key, n, cost] for key, (n, cost) in self.sums.items()]
 
 
+def load(path, bins):
+    """{politeness key: its list} from the plan file *path*, made for *bins* lists; a
+    plan made for another count (a resumed layer on another cluster) places nothing."""
+    planned = {}
+    with open(path, 'rb') as f:
+        for line in f:
+            rec = orjson.loads(line) if line.strip() else None
+            if rec and rec['partition'] < bins and \
+                    rec['label'] == label_for(rec['partition'], bins):
+                planned[rec['key']] = rec['partition']
+    return planned
+
+
 def bins_of(bins, conf):
     """The fetch lists of a job run with ``--bins`` *bins* (0: none given):
     fetch.reducers if set, else this machine's cores (drivers/crawler_driver.py sizes
