@@ -84,6 +84,7 @@ from jobs.lib.render import Renderer
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _DB_LINES = ('known', 'held', 'robots', 'pace')   # a fetch list's lines that are no URL to fetch
 _STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
+_RESULTS_WAITING = 64  # documents waiting for the parse at most (each up to max_body_bytes)
 
 
 def _by_priority(rec):
@@ -227,7 +228,7 @@ class MRFetch(CrawlJob):
         # The budget counts from the task's start: the time the layer may spend.
         self.budget_deadline = time.monotonic() + budget if budget > 0 else None
         self.cancelled = threading.Event()    # the task is ending early (Ctrl-C)
-        self.results = queue.Queue(maxsize=4 * self.threads)
+        self.results = queue.Queue(maxsize=_RESULTS_WAITING)
         self.active = 0
         self.robots_cache, self.resolver = robots.RobotsCache(), Resolver.for_conf(self.conf)
         self.renderer = Renderer(self.conf, self.robots_cache, self.resolver, self.stderr.write)
@@ -301,6 +302,9 @@ class MRFetch(CrawlJob):
             yield from self._fetch_bin(values)
         if self.queues is not None:
             self.queues.join()
+            for e in self.queues.errors:      # never expected: the keys' flows catch all
+                self.count(C.INTERNAL_ERROR)
+                self.stderr.write(('fetch: %s: %s\n' % (type(e).__name__, e)).encode())
             self.task.update(keys_in_flight=self.queues.peak_keys,
                              threads=self.queues.threads)
         self.renderer.close(lambda name, n: self.count(name, n, C.RENDER))
@@ -442,7 +446,8 @@ class MRFetch(CrawlJob):
                 if not block:
                     return
                 if self.queues.join(0) and self.results.empty():   # never expected
-                    raise RuntimeError('%d keys ended with no word' % self.active)
+                    raise RuntimeError('%d keys ended with no word %r' % (
+                        self.active, self.queues.errors))
                 self._status()
                 continue
             if what == 'done':

@@ -95,3 +95,32 @@ def test_capacity_follows_the_memory_setting():
     conf = test_conf('fetch.keys_memory_mb=64')
     assert keys_in_flight(conf) == 64 * 1024 * 1024 // (32 * 1024) == 2048
     assert 1 <= capacity(conf) <= 2048
+
+
+def test_keys_due_after_a_cancel_take_no_step():
+    """Keys handed to a worker once the task is cancelled are closed, not stepped."""
+    t = Trace()
+    cancelled = threading.Event()
+    cancelled.set()
+    q = KeyQueues([lambda: t.flow(3, 0.01) for _ in range(20)], 20, 2, cancelled)
+    q.start()
+    assert q.join(10)
+    assert t.steps == 0
+
+
+def test_a_thread_that_cannot_start_leaves_the_others_working(monkeypatch):
+    """Past the threads the system gives, the keys share those there are."""
+    started = []
+    real = threading.Thread.start
+
+    def start(self):
+        if self.name[len('fetch-'):].isdigit():      # a worker, not the dispatcher
+            if started:
+                raise RuntimeError("can't start new thread")
+            started.append(self.name)
+        real(self)
+    monkeypatch.setattr(threading.Thread, 'start', start)
+    t = Trace()
+    q = _run([lambda: t.flow(2, 0.05) for _ in range(30)], 100, 8)
+    assert t.ended == 30 and q.threads == 1
+    assert [type(e) for e in q.errors] == [RuntimeError]

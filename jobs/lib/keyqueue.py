@@ -125,9 +125,16 @@ class KeyQueues:
     def _spawn(self):
         t = threading.Thread(target=self._serve, daemon=True,
                              name='%s-%d' % (self.name, len(self._threads)))
+        try:
+            t.start()
+        except RuntimeError as e:    # "can't start new thread": go on with those there are
+            self.max_threads = len(self._threads)
+            self.errors.append(e)
+            if not self._threads:
+                self.cancelled.set()
+            return
         self._threads.append(t)
         self._idle += 1     # until it takes its first key
-        t.start()
 
     def _serve(self):
         """A worker: run due keys' flows to their next wait."""
@@ -138,7 +145,7 @@ class KeyQueues:
             with self._cond:
                 self._idle -= 1
                 self._queued -= 1
-            at = self._step(flow)
+            at = self._step(flow) if not self.cancelled.is_set() else flow.close()
             with self._cond:
                 self._idle += 1
                 if at is None:
