@@ -6,7 +6,8 @@ turn, each with a fresh server and access log; the log is the ground truth.
     bench/.venv-scrapy/bin/python bench/wide.py wide1k \
         [--crawlers mrcrawl,mrcrawl-t512,scrapy-64,scrapy-256,scrapy-1024,nutch,...]
 
-Crawlers: mrcrawl (defaults), mrcrawl-tN (fetch.threads=N), scrapy-N (N requests at
+Crawlers: mrcrawl (defaults), mrcrawl-tN (fetch.threads=N), mrcrawl+KEY=VALUE[+...]
+(settings), scrapy-N (N requests at
 once), nutch (Nutch 1.20 local, its defaults), nutch-no503defer (without the 5-minute
 suspension of a host whose robots.txt answers 5xx).
 
@@ -62,7 +63,7 @@ AGENTS = {'mrcrawl': 'mrcrawl', 'scrapy': 'scrapybench', 'nutch': 'nutchbench'}
 
 
 def agent(crawler):
-    return AGENTS[crawler.split('-')[0]]
+    return AGENTS[crawler.split('-')[0].split('+')[0]]
 
 
 def crawl_cmd(crawler, seeds, p, out, nutch_threads):
@@ -72,6 +73,8 @@ def crawl_cmd(crawler, seeds, p, out, nutch_threads):
                '--set', 'politeness.delay=%s' % p['delay']]
         if crawler.startswith('mrcrawl-t'):          # mrcrawl-t512: fetch.threads=512
             cmd += ['--set', 'fetch.threads=%d' % int(crawler[len('mrcrawl-t'):])]
+        for setting in crawler.split('+')[1:]:       # mrcrawl+fetch.follow_hops=3
+            cmd += ['--set', setting]
         return cmd
     if crawler.startswith('scrapy-'):                # scrapy-64: CONCURRENT_REQUESTS=64
         return [SCRAPY_PY, os.path.join(BENCH, 'scrapy_spider.py'), '--seeds', seeds,
