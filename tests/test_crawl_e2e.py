@@ -324,7 +324,8 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
 
 def test_crawl_with_a_separate_parse_job(site, tmp_path):
     # fetch.parse = false: fetch -> doc/L -> MRParse -> out/L, the same whole output.
-    out, report = crawl_fixture(site, tmp_path, 'inline', settings=['fetch.parse=false'])
+    out, report = crawl_fixture(site, tmp_path, 'inline', settings=['fetch.parse=false',
+                                                                   'fetch.follow_hops=0'])
     assert sorted(os.listdir(os.path.join(out, 'doc'))) == ['000', '001', '002', '003']
     docs = read_records(os.path.join(out, 'doc', '000'))
     assert docs[0]['kind'] == 'doc' and docs[0]['body']
@@ -396,10 +397,10 @@ def check_plan_from_generate(out, tmp_path):
 
 
 def test_following_changes_when_pages_are_fetched_not_what_comes_out(tmp_path):
-    """fetch.follow_hops = 1 on two hosts, one slow: the quick host fetches its layer-1
-    pages during layer 0. Nothing is fetched twice, every in/ URL still leaves its layer
-    once, generate never selects a followed URL again, and xml/ equals the crawl's
-    without following apart from when each page was fetched (time, layer)."""
+    """fetch.follow_hops = 1, the default, on two hosts, one slow: the quick host fetches
+    its layer-1 pages during layer 0. Nothing is fetched twice, every in/ URL still
+    leaves its layer once, generate never selects a followed URL again, and xml/ equals
+    the crawl's without following apart from when each page was fetched (time, layer)."""
     import re
     from drivers.fixture_site import FixtureSite
 
@@ -424,9 +425,9 @@ def test_following_changes_when_pages_are_fetched_not_what_comes_out(tmp_path):
                       if line.startswith(host.encode()))
         return out, docs
 
-    plain, plain_docs = crawl('plain', ())
+    plain, plain_docs = crawl('plain', ['fetch.follow_hops=0'])
     # One fetch list: following waits for the listed URLs of its own task only.
-    out, docs = crawl('follow', ['fetch.follow_hops=1', 'fetch.reducers=1'])
+    out, docs = crawl('follow', ['fetch.reducers=1'])
     assert docs == plain_docs and len(docs) > 10
     with open(os.path.join(out, 'report.json')) as f:
         rows = json.load(f)['layers']

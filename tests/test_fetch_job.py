@@ -153,7 +153,8 @@ def test_fetch_writes_the_pages_the_parse_job_would(tmp_path):
     with FixtureSite() as site:
         records = [{'kind': 'url', 'url': site.url(p), 'depth': 0} for p in PATHS]
         pages, counters = run(MRFetch, tmp_path, records)
-        docs, doc_counters = run(MRFetch, tmp_path, records, 'fetch.parse=false')
+        docs, doc_counters = run(MRFetch, tmp_path, records, 'fetch.parse=false',
+                                 'fetch.follow_hops=0')
     check_one_doc_each(records, pages, counters)
     assert all(p['kind'] == 'page' and 'body' not in p for p in pages)
     assert all(d['kind'] == 'doc' for d in docs) and any(d['body'] for d in docs)

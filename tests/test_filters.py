@@ -167,7 +167,8 @@ def _db(url, depth=1, status='unfetched', **kw):
 
 
 def test_generate_caps_urls_per_host_and_leaves_the_rest_unfetched(tmp_path):
-    conf_file = _conf_file(tmp_path, 'filter.max_urls_per_host=2', 'generate.strategy="bfs"',
+    conf_file = _conf_file(tmp_path, 'filter.max_urls_per_host=2', 'fetch.follow_hops=0',
+                           'generate.strategy="bfs"',
                            'generate.topic_weight=10')
     db = ([_db('http://a.com/%d' % i, depth=1 + i % 2) for i in range(5)] +
           [_db('http://a.com/hot', depth=2, inlinks=9),

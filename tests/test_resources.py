@@ -82,8 +82,8 @@ def test_generate_keeps_resources_outside_the_host_cap(tmp_path):
     db = [db_rec('http://h/a'), db_rec('http://h/b'), db_rec('http://h/c'),
           db_rec('http://h/v1.mp4', **resource), db_rec('http://h/v2.mp4', **resource),
           db_rec('http://h/deep.mp4', depth=3, **resource)]
-    for sets, over in ((['filter.max_urls_per_host=1'], 'over_host_cap_total'),
-                       (['generate.top_n=2'], 'over_top_n_total')):
+    for sets, over in ((['filter.max_urls_per_host=1', 'fetch.follow_hops=0'], 'over_host_cap_total'),
+                       (['generate.top_n=2', 'fetch.follow_hops=0'], 'over_top_n_total')):
         conf_file = write_conf(tmp_path, *sets)
         out, counters = run_job(MRGenerate, conf_file, db, '--max-depth', '2')
         by_url = {r['url']: r for r in out}
@@ -103,7 +103,8 @@ def test_generate_keeps_resources_outside_the_host_cap(tmp_path):
 def test_fetch_caps_a_resource_and_keeps_no_body(site, tmp_path):
     # fetch.parse=false: the fetch's own doc records (with the fused default, the same
     # fields reach out/ through the parser: test_crawl_fetches_resources_once_with_a_cap).
-    conf_file = write_conf(tmp_path, 'politeness.delay=0', 'fetch.parse=false')
+    conf_file = write_conf(tmp_path, 'politeness.delay=0', 'fetch.parse=false',
+                           'fetch.follow_hops=0')
     clip, ctype = MEDIA['/media/clip.mp4']
     parent = site.url('/media/film1.html')
     recs = [{'kind': 'url', 'url': site.url('/media/clip.mp4'), 'depth': 1,

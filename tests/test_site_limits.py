@@ -107,7 +107,7 @@ def test_hourly_and_daily_quotas_count_requests_across_layers_and_cycles(tmp_pat
 
 def test_host_cap_applies_before_the_site_limits(tmp_path):
     cf = _conf_file(tmp_path, '[site]\nhosts = ["*.films.example"]\nmax_pages = 5\n',
-                    'filter.max_urls_per_host=2')
+                    'filter.max_urls_per_host=2', 'fetch.follow_hops=0')
     db = ([_db('http://a.films.example/%03d' % i) for i in range(200)] +
           [_db('http://b.films.example/%d' % i, depth=2) for i in range(3)])
     out, counters = _generate(cf, db)
@@ -208,7 +208,7 @@ def test_a_page_belongs_to_the_first_site_that_matches_it(tmp_path):
 
 def test_the_host_cap_counts_first_and_unlimited_due_pages_stream(tmp_path):
     cf = _conf_file(tmp_path, '[site]\nhosts = ["films.example"]\nquota_per_hour = 5\n',
-                    'filter.max_urls_per_host=10')
+                    'filter.max_urls_per_host=10', 'fetch.follow_hops=0')
     db = [_db('http://films.example/%03d' % i) for i in range(100)]
     out, counters = _generate(cf, db)
     g = counters['generate']

@@ -111,7 +111,7 @@ def test_a_layer_with_nothing_left_to_select_is_not_generated(site, tmp_path):
     for cap, generated in ((0, ['001']), (1, ['001', '002'])):
         (tmp_path / ('cap%d' % cap)).mkdir()
         out, report = crawl_site(site, tmp_path / ('cap%d' % cap),
-                                 test_conf('filter.max_urls_per_host=%d' % cap), 4)
+                                 test_conf('filter.max_urls_per_host=%d' % cap, 'fetch.follow_hops=0'), 4)
         steps = os.path.join(out, 'steps')
         made = {}
         for name in sorted(os.listdir(steps)):

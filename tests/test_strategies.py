@@ -85,7 +85,8 @@ def candidates():
     ('bfs', ['http://small.org/many-links', 'http://big.com/1']),
 ])
 def test_strategies_and_top_n(tmp_path, strategy, expected):
-    cf = conf_file(tmp_path, 'generate.strategy="%s"' % strategy, 'generate.top_n=2')
+    cf = conf_file(tmp_path, 'generate.strategy="%s"' % strategy, 'generate.top_n=2',
+                   'fetch.follow_hops=0')
     out, counters = run_job(MRGenerate, cf, candidates(), '--max-depth', '3')
     assert [r['url'] for r in sorted(out, key=lambda r: expected.index(r['url'])
                                      if r['url'] in expected else 99)] == expected
@@ -114,7 +115,7 @@ def test_pagerank_strategy_crawl_with_top_n(site, tmp_path):
     seeds.write_text(site.url('/') + '\n')
     out = str(tmp_path / 'crawl')
     conf = test_conf('politeness.delay=0.05', 'generate.strategy="pagerank"',
-                     'generate.top_n=4', 'generate.pagerank_every=1',
+                     'generate.top_n=4', 'fetch.follow_hops=0', 'generate.pagerank_every=1',
                      'generate.pagerank_iterations=3')
     report = Crawl(out, conf, runner='inline', depth=2, progress=lambda m: None).run(str(seeds))
     assert [row['urls_in'] for row in report['layers']] == [1, 4, 4]

@@ -406,7 +406,7 @@ def test_local_runner_one_file_per_split_and_rerun_replaces(tmp_path):
     """MRWarc over doc/ (fetch.parse = false) on the local runner."""
     with FixtureSite() as site:
         (tmp_path / 'c').mkdir()
-        out, _ = crawl_site(site, tmp_path / 'c', test_conf(*SETTINGS, 'fetch.parse=false'),
+        out, _ = crawl_site(site, tmp_path / 'c', test_conf(*SETTINGS, 'fetch.parse=false', 'fetch.follow_hops=0'),
                             depth=1)
     conf_file = os.path.join(out, 'conf.json')
     doc = os.path.join(out, 'doc', '001')
@@ -567,7 +567,7 @@ def test_warc_from_doc_records_when_the_fetch_does_not_parse(tmp_path):
     archive is the same as the fused fetch's: one response per fetched URL, payloads
     byte-exact (digests checked by warcio), and out/ keeps no body."""
     with FixtureSite() as site:
-        out, _ = crawl_site(site, tmp_path, test_conf(*SETTINGS, 'fetch.parse=false'), depth=1)
+        out, _ = crawl_site(site, tmp_path, test_conf(*SETTINGS, 'fetch.parse=false', 'fetch.follow_hops=0'), depth=1)
     files = sorted(glob.glob(os.path.join(out, 'warc', '*.warc.gz')))
     check = warcio_cli('check', '-v', *files)
     assert files and check.returncode == 0 and 'fail' not in check.stdout, check.stdout

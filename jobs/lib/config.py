@@ -188,7 +188,8 @@ def _validate(conf):
                                          or not conf['fetch']['parse']):
         raise ConfigError('fetch.follow_hops needs fetch.parse = true (the links come from '
                           'the fetch task\'s parse), generate.top_n = 0 and '
-                          'filter.max_urls_per_host = 0 (a followed URL passes by both caps)')
+                          'filter.max_urls_per_host = 0 (a followed URL passes by both caps): '
+                          '--set fetch.follow_hops=0 with either cap')
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
