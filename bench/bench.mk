@@ -78,11 +78,12 @@ bench-yarn: $(STAMP) bench-deps bench-nutch  ## mrcrawl on YARN against Nutch on
 
 # The wide, slow web (issue 48): thousands of hosts on 127.x.y.z, each answering after its
 # own latency (bench/wide_web.py, served by bench/wide_server.py, one asyncio process).
-# mrcrawl (defaults, and fetch.threads=512), Scrapy at several concurrencies (the fastest
-# is kept as `scrapy_fastest`) and Nutch 1.20 in local mode, each crawl bounded by
-# WIDE_TIMEOUT seconds. POINT=wide1k (~35 min) or wide10k (hours). `nutch` (its defaults)
+# mrcrawl (defaults, and without in-fetch following), Scrapy at 64 and 256 requests at
+# once (the fastest of 64-1,024 on 2026-12-06; scrapy-N for others) and Nutch 1.20 in
+# local mode, each crawl bounded by WIDE_TIMEOUT seconds. POINT=wide1k (~10 min) or
+# wide10k (mrcrawl alone ~6 min, the peers hours). `nutch` (its defaults)
 # stalls on the web's 503 robots.txt (bench/README.md): nutch-no503defer is the default.
-WIDE_CRAWLERS ?= mrcrawl,scrapy-64,scrapy-128,scrapy-256,scrapy-512,scrapy-1024,mrcrawl-t512,nutch-no503defer
+WIDE_CRAWLERS ?= mrcrawl,scrapy-64,scrapy-256,nutch-no503defer,mrcrawl+fetch.follow_hops=0
 WIDE_TIMEOUT ?= 1800
 NUTCH_THREADS ?= 200
 bench-wide: bench-deps  ## Wide slow web: mrcrawl vs Scrapy vs Nutch (POINT=wide1k|wide10k)

@@ -331,8 +331,8 @@ def table(path):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('point', choices=sorted(POINTS))
-    ap.add_argument('--crawlers', default='mrcrawl,scrapy-64,scrapy-128,scrapy-256,'
-                    'scrapy-512,scrapy-1024,mrcrawl-t512,nutch-no503defer')
+    ap.add_argument('--crawlers', default='mrcrawl,scrapy-64,scrapy-256,nutch-no503defer,'
+                    'mrcrawl+fetch.follow_hops=0')
     ap.add_argument('--timeout', type=float, default=1800.0,
                     help='Seconds one crawl may take before it is killed. Default: %(default)s')
     ap.add_argument('--port', type=int, default=DEFAULT_PORT)
