@@ -45,7 +45,7 @@ import orjson
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, deltas as D, merging as M, records as R
+from jobs.lib import counters as C, deltas as D, merging as M, records as R, taskfiles
 
 #: What MRMerge's map record adds to (or puts in place of) the page's own fields (its
 #: ``anchors`` are MRAnchors', set by :meth:`MRMergeJoin.gather`).
@@ -328,11 +328,10 @@ class MRMergeJoin(CrawlJob):
     def reread(self, url, found, old):
         """The previous build's merged record of *url*, read back from its place, with
         *found*'s folds, anchors and resources: (merged record, its named resources)."""
-        from jobs.lib import sidefile
         o = self.options
         name, offset, length = old['at']
-        page = orjson.loads(sidefile.read_range(o.crawl_root, name, offset, length,
-                                                o.webhdfs_url, o.hdfs_user))
+        page = orjson.loads(taskfiles.read_range(o.crawl_root, name, offset, length,
+                                                 o.webhdfs_url, o.hdfs_user))
         self.count(C.JOIN_REREAD)
         named = old.get('named') or []
         return self.attach(url, found, page, named), named

@@ -20,7 +20,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from drivers.crawl import Crawl
 from drivers.fixture_site import FixtureSite, _page
-from jobs.lib import records as R, warcfile
+from jobs.lib import records as R, taskfiles, warcfile
 from jobs.warc import MRWarc
 from tests.conftest import at, crawl_site, read_records, test_conf
 
@@ -551,8 +551,8 @@ def test_hdfs_output_goes_through_webhdfs_with_replace(tmp_path, monkeypatch):
     monkeypatch.setattr(hdfs, 'InsecureClient', FakeClient)
     local = tmp_path / 'w.warc.gz'
     local.write_bytes(b'warc bytes')
-    warcfile.commit_hdfs(str(local), 'hdfs:///crawl/warc', 'NAME.warc.gz',
-                         'http://127.0.0.1:1', 'crawler')
+    taskfiles.commit_hdfs(str(local), 'hdfs:///crawl/warc', 'NAME.warc.gz',
+                          'http://127.0.0.1:1', 'crawler')
     tmp = '/crawl/warc/.tmp-NAME.warc.gz'
     assert calls == [('client', 'http://127.0.0.1:1', 'crawler'),
                      ('makedirs', '/crawl/warc'),

@@ -1,7 +1,8 @@
 """A task's side output: records a task writes beside its job's output, as one file
 per task, without a job or a shuffle of their own (Hadoop streaming has one
 output per job). The fetch writes its pages' metadata this way (meta/NNN, see
-jobs/fetch.py); the WARC files use the same commit (jobs/lib/warcfile.py).
+jobs/fetch.py); the WARC files (jobs/lib/warcfile.py) and the media store are
+its other sinks, committed the same way (jobs/lib/taskfiles.py).
 
 Pure helper; nothing here imports mrjob.
 """
@@ -10,8 +11,8 @@ import tempfile
 
 import orjson
 
-from jobs.lib import BUFFER_BYTES, merging, records
-from jobs.lib.warcfile import commit_hdfs, commit_local
+from jobs.lib import BUFFER_BYTES, media, merging, records, warcfile
+from jobs.lib.taskfiles import commit_hdfs, commit_local
 
 #: Page record fields a ``meta`` record leaves out: the text, most of a record's bytes,
 #: which the crawl database update never reads (Nutch splits a segment's parse_text from
@@ -49,7 +50,7 @@ class LineSink:
 
     def add_line(self, line):
         """One line of bytes, without its line break: (its offset in the file, its
-        length with the line break), which :func:`read_range` reads it back by."""
+        length with the line break), which jobs.lib.taskfiles.read_range reads it back by."""
         at = self.size
         self.file.write(line + b'\n')
         self.lines += 1
@@ -114,28 +115,10 @@ class TaskFiles:
         if o.meta_dir and conf['fetch']['parse']:
             self.meta = MetaSink(o.meta_dir, o.changes_dir, name, o.webhdfs_url, o.hdfs_user)
         if o.warc_dir:
-            from jobs.lib import warcfile
             self.warc = warcfile.Sink(
                 o.warc_dir, '%s-f%05d.warc.gz' % (o.warc_prefix, part), o.warc_prefix,
                 warcfile.warcinfo(o.warc_prefix, conf['politeness']['user_agent'],
                                   conf['politeness']['obey_robots']),
                 count_warc, o.webhdfs_url, o.hdfs_user)
         if o.media_dir and conf['media']['store']:
-            from jobs.lib import media
             self.media = media.Media(conf, o.media_dir, o.webhdfs_url, o.hdfs_user)
-
-
-def read_range(root, name, offset, length, webhdfs_url=None, user=None):
-    """*length* bytes at *offset* of the file *name* (relative to *root*, a local folder
-    or an hdfs:// URI read through WebHDFS): one record of a side file or a WARC file,
-    without reading the rest."""
-    if root.startswith('hdfs://'):
-        from urllib.parse import urlparse
-        from hdfs import InsecureClient
-        client = InsecureClient(webhdfs_url, user=user or None)
-        with client.read('%s/%s' % (urlparse(root).path.rstrip('/'), name), offset=offset,
-                         length=length) as r:
-            return r.read()
-    with open(os.path.join(root, name), 'rb') as f:
-        f.seek(offset)
-        return f.read(length)

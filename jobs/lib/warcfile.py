@@ -63,6 +63,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from jobs.lib import counters as C, encoding, httpio, records as R
+from jobs.lib.taskfiles import commit_hdfs, commit_local, read_range
 
 WARC_VERSION = 'WARC/1.1'
 PROFILE_IDENTICAL = 'http://netpreserve.org/warc/1.1/revisit/identical-payload-digest'
@@ -360,7 +361,6 @@ def read_payload(root, pointer, webhdfs_url=None, user=None):
     or an hdfs:// URI read through WebHDFS) and its Content-Type header: (bytes, str or
     None), or None if it is not a response."""
     from warcio.archiveiterator import ArchiveIterator
-    from jobs.lib.sidefile import read_range
     chunk = read_range(root, pointer['warc_filename'], pointer['warc_record_offset'],
                        pointer['warc_record_length'], webhdfs_url, user)
     for rec in ArchiveIterator(io.BytesIO(chunk)):
@@ -387,27 +387,3 @@ def file_name(prefix, input_file, start):
         if base.endswith(ext):
             base = base[:-len(ext)]
     return '%s-%s-%s.warc.gz' % (prefix, base, int(start or 0))
-
-
-def commit_local(tmp_path, folder, name):
-    """Move the finished *tmp_path* to *folder*/*name*, replacing a previous attempt's."""
-    os.makedirs(folder, exist_ok=True)
-    os.replace(tmp_path, os.path.join(folder, name))
-
-
-def commit_hdfs(tmp_path, folder, name, webhdfs_url, user):
-    """Upload *tmp_path* to the HDFS *folder*/*name* through WebHDFS: to a temporary
-    name, then delete + rename (WebHDFS rename does not replace), so a retried task
-    attempt replaces its predecessor's file rather than adding one."""
-    from hdfs import InsecureClient
-    from urllib.parse import urlparse
-    path = urlparse(folder).path if folder.startswith('hdfs://') else folder
-    client = InsecureClient(webhdfs_url, user=user or None)
-    client.makedirs(path)
-    final = '%s/%s' % (path.rstrip('/'), name)
-    tmp = '%s/.tmp-%s-%s' % (path.rstrip('/'), name, uuid.uuid4().hex[:8])
-    with open(tmp_path, 'rb') as f:
-        client.write(tmp, data=f, overwrite=True)
-    client.delete(final)
-    client.rename(tmp, final)
-    os.remove(tmp_path)
