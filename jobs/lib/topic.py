@@ -14,9 +14,9 @@ topical focus (every page is neither on nor off topic).
 import math
 import re
 
-from jobs.lib import config
+from jobs.lib.choices import CHOICES
 
-LINK_POLICIES = config.CHOICES['topic.off_topic_links']
+LINK_POLICIES = CHOICES['topic.off_topic_links']
 
 
 class TopicError(ValueError):
