@@ -7,7 +7,7 @@ import html
 import json
 import statistics
 
-from drivers.report_html import _fmt, _table
+from drivers.report_table import cell, html_table
 from jobs.lib import records as R
 
 
@@ -23,11 +23,11 @@ def harvest_section(data):
         fetched, secs = r.get(R.FETCH_FETCHED, 0), r.get('fetch_seconds')
         on, off = r.get('on_topic', 0), r.get('off_topic', 0)
         held = ', '.join('%s %d' % kv for kv in sorted((r.get('held_back') or {}).items()))
-        table.append(['%03d' % r.get('layer', 0), _fmt(fetched),
-                      _fmt(fetched / secs if secs else None), _fmt(r.get('links_found')),
-                      _fmt(on), 'n/a' if not on + off else '%.1f%%' % (100 * on / (on + off)),
+        table.append(['%03d' % r.get('layer', 0), cell(fetched),
+                      cell(fetched / secs if secs else None), cell(r.get('links_found')),
+                      cell(on), 'n/a' if not on + off else '%.1f%%' % (100 * on / (on + off)),
                       e(held) or '-'])
-    body = ['<h2>Harvest</h2>', _table(
+    body = ['<h2>Harvest</h2>', html_table(
         ['layer', 'fetched', 'pages/s (fetch step)', 'links parsed', 'on topic',
          'harvest rate', 'held back for later'], table, left=(6,))]
     body.append('<p>harvest rate = on-topic pages / pages scored (with a topic profile). '
@@ -61,14 +61,14 @@ def tasks_section(data):
     for layer, recs in sorted((data.get('tasks') or {}).items()):
         rates = [r['fetched'] / r['seconds'] for r in recs if r.get('seconds')]
         slow = max(recs, key=lambda r: r.get('seconds') or 0)
-        table.append(['%03d' % layer, _fmt(len(recs)), _fmt(sum(r['urls'] for r in recs)),
-                      ' / '.join(_fmt(v, 2) for v in (min(rates), statistics.median(rates),
+        table.append(['%03d' % layer, cell(len(recs)), cell(sum(r['urls'] for r in recs)),
+                      ' / '.join(cell(v, 2) for v in (min(rates), statistics.median(rates),
                                                        max(rates))) if rates else 'n/a',
-                      '%s on %s: %s s' % (_fmt(slow['task']), e(slow.get('node') or '?'),
-                                          _fmt(slow.get('seconds')))])
+                      '%s on %s: %s s' % (cell(slow['task']), e(slow.get('node') or '?'),
+                                          cell(slow.get('seconds')))])
     if not table:
         return []
-    return ['<h3>Fetch tasks</h3>', _table(
+    return ['<h3>Fetch tasks</h3>', html_table(
         ['layer', 'tasks', 'URLs', 'pages/s per task (min / median / max)',
          'slowest task'], table, left=(4,)),
         '<p>From each fetch task\'s own record (robots/NNN): on Hadoop, one YARN '
@@ -90,12 +90,12 @@ def site_limits_section(data):
     table = []
     for site in sorted(last):
         spec, got = specs.get(site, {}), last[site]
-        table.append([e(site)] + ['%s / %s' % (_fmt(got.get(what)), _fmt(spec.get(key)))
+        table.append([e(site)] + ['%s / %s' % (cell(got.get(what)), cell(spec.get(key)))
                                   for what, key in (('pages', 'max_pages'),
                                                     ('hour', 'quota_per_hour'),
                                                     ('day', 'quota_per_day'))]
-                     + [_fmt(got.get('held'))])
-    return ['<h3>Per-site limits</h3>', _table(
+                     + [cell(got.get('held'))])
+    return ['<h3>Per-site limits</h3>', html_table(
         ['site', 'pages / max_pages', 'requests last hour / quota', 'requests last day / '
          'quota', 'held back'], table, left=(0,)),
         '<p>Counted when the last layer was chosen, that layer\'s URLs included '

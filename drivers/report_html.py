@@ -38,6 +38,8 @@ import time
 from drivers import fs as fslib
 from drivers.report import Report
 from drivers.report_charts import TOP_HOSTS, charts, short
+from drivers.report_harvest import harvest_section, scan_tasks
+from drivers.report_table import cell, html_table
 from jobs.lib import counters as C, records as R
 
 log = logging.getLogger('mrcrawl')
@@ -204,7 +206,6 @@ def collect(out, fs, report=None, conf=None):
         notes.append('hosts/ unreadable: %s: %s' % (type(e).__name__, e))
     tasks = None
     try:
-        from drivers.report_harvest import scan_tasks
         tasks = scan_tasks(fs, out)
     except Exception as e:
         notes.append('robots/ unreadable: %s: %s' % (type(e).__name__, e))
@@ -251,25 +252,6 @@ th{background:#f3f3f3}td.l{text-align:left}img{max-width:100%;margin:.5em 0}
 .note{color:#8d6e00}code{font-size:90%}"""
 
 
-def _fmt(v, digits=1):
-    if v is None:
-        return 'n/a'
-    if isinstance(v, float):
-        return '%.*f' % (digits, v)
-    return str(v)
-
-
-def _table(head, rows, left=()):
-    e = html.escape
-    parts = ['<table><tr>%s</tr>' % ''.join('<th>%s</th>' % e(h) for h in head)]
-    for row in rows:
-        parts.append('<tr>%s</tr>' % ''.join(
-            '<td%s>%s</td>' % (' class="l"' if i in left else '', cell)
-            for i, cell in enumerate(row)))
-    parts.append('</table>')
-    return ''.join(parts)
-
-
 def _img(pngs, name, alt):
     """The chart *name* as an embedded PNG, or nothing when it was not drawn."""
     if name not in pngs:
@@ -292,17 +274,17 @@ def _layers_section(data, pngs):
         for r in rows:
             rate = r['duplicate_rate']
             table.append(
-                ['%03d' % r.get('layer', 0), _fmt(r.get('urls_in'))]
-                + [_fmt(r.get(s, 0)) for s in R.FETCH_STATUSES]
-                + [_fmt(r.get('new_urls')), _fmt(r.get('bytes')),
+                ['%03d' % r.get('layer', 0), cell(r.get('urls_in'))]
+                + [cell(r.get(s, 0)) for s in R.FETCH_STATUSES]
+                + [cell(r.get('new_urls')), cell(r.get('bytes')),
                    'n/a' if rate is None else '%.1f%%' % (100 * rate),
-                   _fmt(r.get('fetch_seconds')), _fmt(r['bound_seconds']),
+                   cell(r.get('fetch_seconds')), cell(r['bound_seconds']),
                    '%s (%s)%s' % (e(short(r['largest_host'], 40)),
-                                  _fmt(r['largest_host_urls']),
+                                  cell(r['largest_host_urls']),
                                   ' plan' if r.get('bound_source') == 'plan' else '')
                    if r['largest_host'] else 'n/a',
-                   _fmt(r.get('seconds'))])
-        body.append(_table(head, table, left=(len(head) - 2,)))
+                   cell(r.get('seconds'))])
+        body.append(html_table(head, table, left=(len(head) - 2,)))
         body.append('<p>bound s = (the largest host\'s URL count in the layer - 1) x '
                     'politeness.delay: one connection per host and the delay between its '
                     'requests make the fetch step at least that long. A fetch far above it '
@@ -327,12 +309,12 @@ def _hosts_section(data, pngs):
         others = ', '.join('%s %d' % (s, h[s]) for s in R.FETCH_STATUSES
                            if s != R.FETCH_FETCHED and h.get(s))
         reasons = ', '.join('%s %d' % kv for kv in sorted(h['reasons'].items()))
-        table.append(['%03d' % h['layer'], e(h['host'] or ''), _fmt(h.get('urls')),
-                      _fmt(h.get(R.FETCH_FETCHED)), _fmt(h.get('elapsed'), 2),
-                      _fmt((h.get('urls') or 0) * data['delay']
+        table.append(['%03d' % h['layer'], e(h['host'] or ''), cell(h.get('urls')),
+                      cell(h.get(R.FETCH_FETCHED)), cell(h.get('elapsed'), 2),
+                      cell((h.get('urls') or 0) * data['delay']
                            if data['delay'] is not None else None),
                       e(others) or '-', e(reasons) or '-'])
-    body.append(_table(['layer', 'host', 'URLs', 'fetched', 'fetch s (sum)', 'bound s',
+    body.append(html_table(['layer', 'host', 'URLs', 'fetched', 'fetch s (sum)', 'bound s',
                         'not fetched', 'reasons'], table, left=(1, 6, 7)))
     return body
 
@@ -346,8 +328,8 @@ def _errors_section(data, pngs):
         return body + ['<p>None: every URL was fetched, not modified or denied by '
                        'robots.txt.</p>']
     body += _img(pngs, 'errors', 'error classes')
-    body.append(_table(['status', 'reason', 'URLs', 'examples'], [
-        [e(k[0]), e(k[1] or '-'), _fmt(v['urls']),
+    body.append(html_table(['status', 'reason', 'URLs', 'examples'], [
+        [e(k[0]), e(k[1] or '-'), cell(v['urls']),
          '<br>'.join('<code>%s</code>' % e(u) for u in v['examples'])]
         for k, v in data['errors']], left=(0, 1, 3)))
     return body
@@ -360,15 +342,15 @@ def _robots_section(data):
         return body + ['<p>n/a (no index/).</p>']
     if not data['robots']:
         return body + ['<p>None.</p>']
-    body.append(_table(['reason', 'URLs', 'examples'], [
-        [e(k[1] or '-'), _fmt(v['urls']),
+    body.append(html_table(['reason', 'URLs', 'examples'], [
+        [e(k[1] or '-'), cell(v['urls']),
          '<br>'.join('<code>%s</code>' % e(u) for u in v['examples'])]
         for k, v in data['robots']], left=(0, 2)))
     denied = (data['hosts'] or {}).get('denied') or []
     if denied:
-        body.append(_table(['layer', 'host', 'URLs denied', 'of URLs'], [
-            ['%03d' % h['layer'], e(h['host'] or ''), _fmt(h[R.FETCH_ROBOTS_DENIED]),
-             _fmt(h.get('urls'))] for h in denied], left=(1,)))
+        body.append(html_table(['layer', 'host', 'URLs denied', 'of URLs'], [
+            ['%03d' % h['layer'], e(h['host'] or ''), cell(h[R.FETCH_ROBOTS_DENIED]),
+             cell(h.get('urls'))] for h in denied], left=(1,)))
     return body
 
 
@@ -382,11 +364,10 @@ def render(data, pngs):
                        ('finished_at', 'finished')):
         if key in rep:
             facts.append('%s %s' % (label, e(str(rep[key]))))
-    facts.append('politeness.delay %s s' % e(_fmt(data['delay'], 2)))
+    facts.append('politeness.delay %s s' % e(cell(data['delay'], 2)))
     body.append('<p>%s</p>' % ', '.join(facts))
     for note in data['notes']:
         body.append('<p class="note">Note: %s</p>' % e(note))
-    from drivers.report_harvest import harvest_section
     body += _layers_section(data, pngs) + harvest_section(data) + _hosts_section(data, pngs)
     body += _errors_section(data, pngs) + _robots_section(data)
     merge = rep.get('merge')
