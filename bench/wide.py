@@ -7,7 +7,8 @@ turn, each with a fresh server and access log; the log is the ground truth.
         [--crawlers mrcrawl,mrcrawl-t512,scrapy-64,scrapy-256,scrapy-1024,nutch,...]
 
 Crawlers: mrcrawl (defaults), mrcrawl-tN (fetch.threads=N), mrcrawl+KEY=VALUE[+...]
-(settings), scrapy-N (N requests at
+(settings), mrcrawl-yarn (on the test cluster of `make hadoop-up`, OUT on HDFS: run under
+``. hadoop/env.sh``), scrapy-N (N requests at
 once), nutch (Nutch 1.20 local, its defaults), nutch-no503defer (without the 5-minute
 suspension of a host whose robots.txt answers 5xx).
 
@@ -42,8 +43,9 @@ import psutil
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from run import (BENCH, MRCRAWL, RESULTS, ROOT, SCRAPY_PY, WORK, measure, mrcrawl_source,  # noqa
-                 mrcrawl_steps, nutch_steps)
+from run import (BENCH, MRCRAWL, RESULTS, ROOT, SCRAPY_PY, WORK, ContainerSampler,  # noqa
+                 measure, mrcrawl_source, mrcrawl_steps, nutch_steps, webhdfs,
+                 webhdfs_get_dir, yarn_out)
 from wide_web import DEFAULT_PORT, WideWeb  # noqa: E402
 
 POINTS = {
@@ -68,8 +70,11 @@ def agent(crawler):
 
 def crawl_cmd(crawler, seeds, p, out, nutch_threads):
     if crawler.startswith('mrcrawl'):
-        cmd = [MRCRAWL, 'crawl', '--seeds', seeds, '--depth', str(p['depth']), '--out', out,
-               '-r', 'local', '--set', 'security.allow_private_networks=true',
+        # mrcrawl-yarn: the test cluster of `make hadoop-up` (. hadoop/env.sh), OUT on HDFS
+        yarn = crawler.startswith('mrcrawl-yarn')
+        cmd = [MRCRAWL, 'crawl', '--seeds', seeds, '--depth', str(p['depth']),
+               '--out', yarn_out(out) if yarn else out, '-r', 'hadoop' if yarn else 'local',
+               '--set', 'security.allow_private_networks=true',
                '--set', 'politeness.delay=%s' % p['delay']]
         if crawler.startswith('mrcrawl-t'):          # mrcrawl-t512: fetch.threads=512
             cmd += ['--set', 'fetch.threads=%d' % int(crawler[len('mrcrawl-t'):])]
@@ -236,6 +241,9 @@ def run_point(name, crawlers, timeout, port, nutch_threads, src='worktree'):
             env['NUTCH_EXTRA_D'] = NUTCH_VARIANTS[crawler]
         out = os.path.join(WORK, 'out-%s-%s' % (name, crawler))
         subprocess.run(['rm', '-rf', out, out + '.jsonl'], check=True)
+        yarn = crawler.startswith('mrcrawl-yarn')
+        if yarn:
+            webhdfs(yarn_out(out), 'DELETE&recursive=true', 'DELETE')
         logs = os.path.join(WORK, 'logs')
         os.makedirs(logs, exist_ok=True)
         log = os.path.join(logs, '%s-%s.access.log' % (name, crawler))
@@ -246,7 +254,8 @@ def run_point(name, crawlers, timeout, port, nutch_threads, src='worktree'):
             cpu0 = server.cpu_seconds()
             m = measure(crawl_cmd(crawler, seeds, p, out, nutch_threads), timeout, env=env,
                         cwd=pythonpath or ROOT,
-                        log_path=os.path.join(logs, '%s-%s.stdout' % (name, crawler)))
+                        log_path=os.path.join(logs, '%s-%s.stdout' % (name, crawler)),
+                        containers=ContainerSampler() if yarn else None)
             m['server_cpu_seconds'] = round(server.cpu_seconds() - cpu0, 3)
             m['load_avg_before'] = [round(x, 2) for x in load_before]
             m['load_avg_after'] = [round(x, 2) for x in os.getloadavg()]
@@ -260,6 +269,8 @@ def run_point(name, crawlers, timeout, port, nutch_threads, src='worktree'):
         m['cpu_floor_seconds'] = round((m['cpu_seconds'] + m['server_cpu_seconds']) / cores, 2)
         m['floor_seconds'] = max(m['bound_seconds'], m['cpu_floor_seconds'])
         m['wall_over_floor'] = round(m['wall_seconds'] / m['floor_seconds'], 3)
+        if yarn and m['exit_status'] == 0:
+            webhdfs_get_dir(yarn_out(out) + '/steps', os.path.join(out, 'steps'))
         if crawler.startswith('mrcrawl'):
             m['mrcrawl_source'] = result['mrcrawl_source']
             m['steps'] = mrcrawl_steps(out)
