@@ -63,7 +63,7 @@ def tasks_section(data):
         slow = max(recs, key=lambda r: r.get('seconds') or 0)
         table.append(['%03d' % layer, cell(len(recs)), cell(sum(r['urls'] for r in recs)),
                       ' / '.join(cell(v, 2) for v in (min(rates), statistics.median(rates),
-                                                       max(rates))) if rates else 'n/a',
+                                                      max(rates))) if rates else 'n/a',
                       '%s on %s: %s s' % (cell(slow['task']), e(slow.get('node') or '?'),
                                           cell(slow.get('seconds')))])
     if not table:

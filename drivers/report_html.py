@@ -312,10 +312,10 @@ def _hosts_section(data, pngs):
         table.append(['%03d' % h['layer'], e(h['host'] or ''), cell(h.get('urls')),
                       cell(h.get(R.FETCH_FETCHED)), cell(h.get('elapsed'), 2),
                       cell((h.get('urls') or 0) * data['delay']
-                           if data['delay'] is not None else None),
+                          if data['delay'] is not None else None),
                       e(others) or '-', e(reasons) or '-'])
     body.append(html_table(['layer', 'host', 'URLs', 'fetched', 'fetch s (sum)', 'bound s',
-                        'not fetched', 'reasons'], table, left=(1, 6, 7)))
+                            'not fetched', 'reasons'], table, left=(1, 6, 7)))
     return body
 
 
