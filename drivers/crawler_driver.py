@@ -13,8 +13,9 @@
     fetch  in/L (+ ...)      -> doc/L    (MRFetch: documents with their bodies)
     warc   doc/L             -> warc/*.warc.gz + warc_index/L   (MRWarc, warc.enabled)
 
-It also decides where the fetch runs: in the driver's process for a small layer of a
-local crawl, as one fetch list for a small layer on YARN, else as fetch.reducers lists
+It also decides where the fetch runs: in the driver's process for a small layer (of a
+local crawl or, fewer URLs than a YARN job is worth, of a Hadoop crawl), as one fetch
+list for a small layer on YARN, else as fetch.reducers lists
 (on YARN, the lists of a small layer are made in the driver: drivers/hadoop.py run_cut).
 Politeness between layers is kept by the fetch tasks themselves: robots/L holds when each
 politeness key's last request of layer L ended (``pace`` records), and a later layer's
@@ -52,7 +53,14 @@ class CrawlerDriver:
         from jobs.warc import MRWarc
         c, L = self.crawl, layer_name(layer)
         args = ['--layer', str(layer)]
-        inline = self.fetch_inline(urls_in, hosts_in, L)
+        # The crawl database too: each key's list names the URLs it has requested, so a
+        # redirect to one of them is not followed (MRFetch, known_target).
+        db = c.path('crawldb', layer_name(layer - 1)) if layer else None
+        inputs = [c.path('in', L)] + ([db] if db and c.fs.exists(db) else [])
+        # Earlier layers' robots.txt answers (reused while politeness.robots_cache_hours
+        # allows) and pace records (always).
+        inputs += self.robots_read(layer)
+        inline = self.fetch_inline(urls_in, hosts_in, L, inputs)
         bins = 1 if inline else self.lists(urls_in, hosts_in)
         if bins > 1 and self.plan_needed(hosts_in, c.path('plan', L)):
             self.plan(steps, L, args + ['--bins', str(bins)], bins)
@@ -74,13 +82,6 @@ class CrawlerDriver:
                 c.fs.rm(folder)  # an interrupted run's files: the fetch writes them again
             fetch_args = fetch_args + c.task_path_args('--meta-dir', meta) + \
                 c.task_path_args('--changes-dir', changes)
-        # The crawl database too: each key's list names the URLs it has requested, so a
-        # redirect to one of them is not followed (MRFetch, known_target).
-        db = c.path('crawldb', layer_name(layer - 1)) if layer else None
-        inputs = [c.path('in', L)] + ([db] if db and c.fs.exists(db) else [])
-        # Earlier layers' robots.txt answers (reused while politeness.robots_cache_hours
-        # allows) and pace records (always).
-        inputs += self.robots_read(layer)
         if not c.fs.exists(fetched):
             c.fs.rm(c.path('robots', L))     # an interrupted run's files
         fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path('robots', L))
@@ -147,22 +148,39 @@ class CrawlerDriver:
             self._cores = vcores or os.cpu_count() or 1
         return self._cores
 
-    def fetch_inline(self, urls, hosts, L):
-        """Fetch layer L (*urls* URLs on *hosts* hosts) in the driver's process, on the
-        inline runner as one fetch list? Only for a local-runner crawl when the layer
-        is small (runner.inline_fetch_max_urls), every host gets a thread of that one
-        task at once (hosts <= keyqueue.keys_in_flight), so the layer takes the same politeness
-        time as with several tasks, and one core keeps up with what the hosts
-        fetch (hosts x FETCH_CPU_PER_PAGE <= politeness.delay): then the layer saves the
-        task processes' start and loses nothing. runner.uber_max_bytes = 0 turns it off
-        too. A resumed layer with a fetch plan keeps its lists. (Hadoop: one_fetch_list.)"""
+    def fetch_inline(self, urls, hosts, L, inputs):
+        """Fetch layer L (*urls* URLs on *hosts* hosts, read from *inputs*) in the
+        driver's process, on the inline runner as one fetch list? Only when that one
+        task keeps every host in flight at once (hosts <= keyqueue.keys_in_flight), so
+        the layer takes the politeness time it takes on several tasks, and when its
+        inputs, the crawl database among them, are small enough for the driver:
+
+        - local runner: at most runner.inline_fetch_max_urls URLs, one core keeps up
+          with the hosts (hosts x FETCH_CPU_PER_PAGE <= politeness.delay) and the inputs
+          total at most runner.uber_max_bytes (0 turns it off): the layer saves its task
+          processes' start (~1.5 s) and loses nothing;
+        - Hadoop: at most hadoop.driver_fetch_max_urls URLs (0 keeps every fetch on the
+          cluster) and hadoop.local_max_bytes of input: the layer saves a YARN job's
+          fixed cost (10-12 s for a trivial job on the test cluster) for a few seconds
+          of the driver's CPU.
+
+        A resumed layer with a fetch plan keeps its lists."""
         c = self.crawl
-        limit = self.conf['runner']['inline_fetch_max_urls']
-        uber = self.conf['runner']['uber_max_bytes']
-        return (c.runner == 'local' and limit > 0 and uber > 0 and hosts is not None
-                and 0 < urls <= limit and hosts <= keyqueue.keys_in_flight(self.conf)
-                and hosts * self.FETCH_CPU_PER_PAGE <= self.conf['politeness']['delay']
-                and not c.fs.exists(c.path('plan', L)))
+        if c.runner == 'local':
+            limit, most = self.conf['runner']['inline_fetch_max_urls'], \
+                self.conf['runner']['uber_max_bytes']
+            cpu_ok = hosts is not None and \
+                hosts * self.FETCH_CPU_PER_PAGE <= self.conf['politeness']['delay']
+        elif c.runner == 'hadoop':
+            limit, most = self.conf['hadoop']['driver_fetch_max_urls'], \
+                self.conf['hadoop']['local_max_bytes']
+            cpu_ok = True
+        else:
+            return False
+        return (limit > 0 and most > 0 and hosts is not None and 0 < urls <= limit
+                and hosts <= keyqueue.keys_in_flight(self.conf) and cpu_ok
+                and not c.fs.exists(c.path('plan', L))
+                and c.input_bytes(inputs, most) <= most)
 
     def plan_needed(self, hosts, plan_dir):
         """Run the fetch plan for a layer of *hosts* distinct hosts (None: unknown)?

@@ -309,17 +309,35 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     crawl = Crawl(str(tmp_path / 'other'), test_conf(), runner='local',
                   progress=lambda m: None)
     assert crawl.conf['politeness']['delay'] == 0.2
-    assert crawl.crawler.fetch_inline(2000, 10, '001')
-    assert not crawl.crawler.fetch_inline(2001, 10, '001')        # runner.inline_fetch_max_urls
-    assert not crawl.crawler.fetch_inline(100, 11, '001')         # 11 x 0.02 s > the delay
-    assert not crawl.crawler.fetch_inline(100, None, '001')       # hosts unknown
+    inline = crawl.crawler.fetch_inline
+    assert inline(2000, 10, '001', [small])
+    assert not inline(2001, 10, '001', [small])        # runner.inline_fetch_max_urls
+    assert not inline(100, 11, '001', [small])         # 11 x 0.02 s > the delay
+    assert not inline(100, None, '001', [small])       # hosts unknown
+    tight = Crawl(str(tmp_path / 'other'), test_conf('runner.uber_max_bytes=100'),
+                  runner='local', progress=lambda m: None).crawler
+    assert tight.fetch_inline(100, 5, '001', [small])
+    assert not tight.fetch_inline(100, 5, '001', [small, big])    # over 100 bytes of input
     # Every host in flight at once: 1 MiB holds 32 keys (jobs.lib.keyqueue).
     few = Crawl(str(tmp_path / 'other'), test_conf('fetch.keys_memory_mb=1',
                                                    'politeness.delay=2'),
                 runner='local', progress=lambda m: None).crawler
-    assert few.fetch_inline(1000, 32, '001') and not few.fetch_inline(1000, 33, '001')
+    assert few.fetch_inline(1000, 32, '001', [small])
+    assert not few.fetch_inline(1000, 33, '001', [small])
     assert not Crawl(str(tmp_path / 'other'), test_conf(), runner='inline',
-                     progress=lambda m: None).crawler.fetch_inline(100, 5, '001')
+                     progress=lambda m: None).crawler.fetch_inline(100, 5, '001', [small])
+    # A Hadoop crawl's small layer (hadoop.driver_fetch_max_urls, hadoop.local_max_bytes
+    # of input), whatever its hosts' CPU: a YARN job's fixed cost is more.
+    yarn = Crawl(str(tmp_path / 'other'), test_conf('hadoop.local_max_bytes=150'),
+                 runner='local', progress=lambda m: None)
+    yarn.runner = 'hadoop'
+    assert yarn.crawler.fetch_inline(2000, 500, '001', [str(mid)])
+    assert not yarn.crawler.fetch_inline(2001, 500, '001', [str(mid)])
+    assert not yarn.crawler.fetch_inline(2000, 500, '001', [str(mid), small])
+    off = Crawl(str(tmp_path / 'other'), test_conf('hadoop.driver_fetch_max_urls=0'),
+                runner='local', progress=lambda m: None)
+    off.runner = 'hadoop'
+    assert not off.crawler.fetch_inline(10, 5, '001', [str(mid)])
 
 
 def test_crawl_with_a_separate_parse_job(site, tmp_path):

@@ -283,15 +283,15 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
         finally:
             killer.done.set()
             killer.join()
-        # Default settings: the small jobs run in the driver on HDFS data (Hive's local
-        # mode), the fetch on YARN. In the middle of a fetch, the worker node running it
-        # dies: its NodeManager and its containers are killed.
+        # Default settings but the fetch on YARN: the small jobs run in the driver on
+        # HDFS data (Hive's local mode). In the middle of a fetch, the worker node
+        # running it dies: its NodeManager and its containers are killed.
         small_uri = out_uri + '-small'
         node_killer = NodeKiller(site.port, min_age=1.5)
         node_killer.start()
         second_ms, n_before = int(time.time() * 1000) - 1000, len(site.requests)
         try:
-            mrcrawl_crawl(seeds, small_uri, 'hadoop')
+            mrcrawl_crawl(seeds, small_uri, 'hadoop', ['hadoop.driver_fetch_max_urls=0'])
         finally:
             node_killer.done.set()
             node_killer.join()
@@ -512,6 +512,48 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     fs.rm(out_uri)
 
 
+def test_small_layers_of_a_hadoop_crawl_are_fetched_in_the_driver(tmp_path):
+    """hadoop.driver_fetch_max_urls: a layer of a Hadoop crawl with at most that many URLs
+    is fetched in the driver's process (StagedInlineRunner), not by a YARN job; its pages,
+    meta/, robots/ and WARC files land on HDFS as a YARN task's do, politeness holds
+    across layers, and a layer over the limit still goes to YARN. Same XML as the local
+    runner's crawl."""
+    out_uri = 'hdfs:///mrcrawl-it/driverfetch-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(out_uri)
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        local_out = str(tmp_path / 'local')
+        mrcrawl_crawl(seeds, local_out, 'local')
+        n0 = len(site.requests)
+        started_ms = int(time.time() * 1000) - 1000
+        # The seed's layer (1 URL) in the driver; layer 1 (more) on YARN; layer 2 too.
+        mrcrawl_crawl(seeds, out_uri, 'hadoop', ['hadoop.driver_fetch_max_urls=1'])
+        times = sorted(r['t'] for r in site.requests[n0:])
+        paths = [r['path'] for r in site.requests[n0:] if r['path'] != '/robots.txt']
+    assert min(b - a for a, b in zip(times, times[1:])) >= 0.5 * 0.95
+    assert len(paths) == len(set(paths)) and '/private/secret.html' not in paths
+    runners = {n[:-5]: json.loads(fs.read_text(out_uri + '/steps/' + n)).get('runner')
+               for n in fs.listdir(out_uri + '/steps') if n.startswith('fetch-')}
+    assert runners == {'fetch-000': 'inline', 'fetch-001': 'inline+hadoop',
+                       'fetch-002': 'inline+hadoop'}, runners
+    time.sleep(3)        # the history server picks finished jobs up every second
+    fetch_jobs = sorted(j['name'] for j in history_jobs(started_ms) if 'MRFetch' in j['name'])
+    assert len(fetch_jobs) == 2 and not any('layer 0' in n for n in fetch_jobs), fetch_jobs
+    same_xml(hdfs_xml(fs, out_uri + '/xml'), read_xml(os.path.join(local_out, 'xml')))
+    # Layer 0's files, written from the driver over WebHDFS.
+    assert fs.exists(out_uri + '/meta/000/_SUCCESS') and \
+        len(hdfs_records(fs, out_uri + '/meta/000')) == 1
+    assert [r['kind'] for r in hdfs_records(fs, out_uri + '/robots/000')].count('robots') == 1
+    warc = [n for n in fs.listdir(out_uri + '/warc') if n.startswith('mrcrawl-L000')]
+    assert warc and all(n.endswith('.warc.gz') for n in warc)
+    uris = [rec.rec_headers.get_header('WARC-Target-URI') for n in warc
+            for rec in ArchiveIterator(io.BytesIO(fs.read_bytes(out_uri + '/warc/' + n)))
+            if rec.rec_type == 'response']
+    assert sorted(uris) == sorted([site.url('/robots.txt'), site.url('/')])
+    fs.rm(out_uri)
+
+
 def test_following_inside_a_yarn_fetch_task(tmp_path):
     """fetch.follow_hops on YARN: the fetch task (a YARN container) follows the quick
     host's links while the slow host's list runs, as on the local runner: followed
@@ -538,7 +580,8 @@ def test_following_inside_a_yarn_fetch_task(tmp_path):
                          quick.url('/gallery.html') + '\n' + ''.join(
                              slow.url('/fault/delay?n=0.2&i=%d' % i) + '\n' for i in range(10)))
         mrcrawl_crawl(seeds, out_uri, 'hadoop', ['fetch.follow_hops=1', 'fetch.reducers=1',
-                                                 'parse.sites=["%s"]' % gallery])
+                                                 'parse.sites=["%s"]' % gallery,
+                                                 'hadoop.driver_fetch_max_urls=0'])
         for s in (quick, slow):
             pages = [p for p in s.paths() if p != '/robots.txt']
             assert len(pages) == len(set(pages)), collections.Counter(pages)

@@ -144,7 +144,7 @@ def _validate(conf):
                          ('fetch', 'max_retry_after'), ('fetch', 'dns_cache_seconds'),
                          ('fetch', 'expected_latency'), ('fetch', 'plan_min_share'),
                          ('runner', 'uber_max_bytes'), ('runner', 'inline_fetch_max_urls'),
-                         ('hadoop', 'split_max_bytes')):
+                         ('hadoop', 'split_max_bytes'), ('hadoop', 'driver_fetch_max_urls')):
         if conf[section][key] < 0:
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
