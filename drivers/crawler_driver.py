@@ -161,8 +161,7 @@ class CrawlerDriver:
           processes' start (~1.5 s) and loses nothing;
         - Hadoop: at most hadoop.driver_fetch_max_urls URLs (0 keeps every fetch on the
           cluster) and hadoop.local_max_bytes of input: the layer saves a YARN job's
-          fixed cost (10-12 s for a trivial job on the test cluster) for a few seconds
-          of the driver's CPU.
+          fixed cost (10-20 s) for seconds of the driver's CPU.
 
         A resumed layer with a fetch plan keeps its lists."""
         c = self.crawl

@@ -331,9 +331,9 @@ def test_small_jobs_of_a_local_crawl_run_inline(site, tmp_path):
     yarn = Crawl(str(tmp_path / 'other'), test_conf('hadoop.local_max_bytes=150'),
                  runner='local', progress=lambda m: None)
     yarn.runner = 'hadoop'
-    assert yarn.crawler.fetch_inline(2000, 500, '001', [str(mid)])
-    assert not yarn.crawler.fetch_inline(2001, 500, '001', [str(mid)])
-    assert not yarn.crawler.fetch_inline(2000, 500, '001', [str(mid), small])
+    assert yarn.crawler.fetch_inline(4000, 500, '001', [str(mid)])
+    assert not yarn.crawler.fetch_inline(4001, 500, '001', [str(mid)])
+    assert not yarn.crawler.fetch_inline(4000, 500, '001', [str(mid), small])
     off = Crawl(str(tmp_path / 'other'), test_conf('hadoop.driver_fetch_max_urls=0'),
                 runner='local', progress=lambda m: None)
     off.runner = 'hadoop'
