@@ -69,8 +69,8 @@ system-deps:  ## Install ffmpeg and Chromium from Debian's packages when missing
 	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; }; \
 	fi
 
-test-fast: $(TEST_STAMP) system-deps  ## Run the tests that need no Hadoop (quick, for development)
-	$(BIN)/python -m pytest -m 'not hadoop' tests
+test-fast: $(TEST_STAMP) system-deps  ## Run the unit and job tests (under two minutes, for development)
+	$(BIN)/python -m pytest --kinds unit,job tests
 
 bench-parse: $(STAMP)  ## HTML parse + link extraction speed on the python3-doc manual (target >= 30 MB/s per core)
 	$(BIN)/python bench/parse_speed.py --compare

@@ -1,5 +1,6 @@
 """A later build merges only the pages its change affects (jobs.lib.affected,
 drivers/affected.py), and the result is the merge of the whole crawl."""
+import pytest
 import io
 import json
 import os
@@ -12,6 +13,8 @@ from drivers.affected import ROW_SCHEMA, Closure, read_rows
 from jobs.lib import affected as A, counters as C, simhash
 from tests.conftest import crawl_site, read_records, test_conf
 from tests.test_jobs import run_job
+
+pytestmark = pytest.mark.unit
 
 TOTALS = (C.MERGED_PAGES, C.EXACT_DUPLICATES, C.NEAR_DUPLICATES, C.CANONICAL_DUPLICATES)
 
@@ -92,6 +95,7 @@ def _check_equals_whole_anchors(out, conf_file, current):
         whole, key=lambda r: json.dumps(r, sort_keys=True))
 
 
+@pytest.mark.crawl
 def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site, tmp_path):
     """Three cycles of the fixture site (near duplicates, a copy, a redirect, a
     rel=canonical page): a third near duplicate appears, one leaves, the copy
@@ -206,6 +210,7 @@ def test_exact_duplicates_count_one_summary_per_final_url():
     assert ROW_SCHEMA.names == ['url', 'keys', 'simhash']
 
 
+@pytest.mark.crawl
 def test_an_affected_merge_stopped_before_its_merge_map_resumes_to_the_same(
         site, tmp_path, monkeypatch):
     """The run stops once merge_keys/ is written, before merge_map/: the next run merges
@@ -251,6 +256,7 @@ def test_the_anchors_closure_takes_every_url_that_ends_at_a_member():
     assert member_of(b'{"kind":"anchors","url":"x","anchors":[]}') is None
 
 
+@pytest.mark.crawl
 def test_a_delta_join_of_the_affected_urls_equals_a_full_join(site, tmp_path):
     """The same two cycles into two folders, the second build a delta (its join of the
     URLs the change affects only, the other pages' signatures kept) or a full join
@@ -287,6 +293,7 @@ def test_a_delta_join_of_the_affected_urls_equals_a_full_join(site, tmp_path):
     assert sigs == set(views['delta'])
 
 
+@pytest.mark.crawl
 def test_anchors_of_an_earlier_version_are_inverted_again_in_full(site, tmp_path):
     """anchors/ records without a member (an earlier version's) cannot be spliced: the
     next build says so and inverts every link."""
@@ -310,6 +317,7 @@ def test_anchors_of_an_earlier_version_are_inverted_again_in_full(site, tmp_path
     assert not os.path.exists(os.path.join(out, 'prev_anchors'))
 
 
+@pytest.mark.crawl
 def test_a_page_whose_group_changes_without_it_gets_its_new_fold_in_the_index(
         site, tmp_path):
     """/near1b.html, folded into /near1.html, is not fetched anew with another text:
@@ -392,6 +400,7 @@ def test_an_index_row_made_anew_keeps_the_fold_of_its_url_s_earlier_rows(tmp_pat
     assert not os.path.exists(c.path('prev_index'))
 
 
+@pytest.mark.job
 def test_mrcurrent_names_the_urls_whose_index_row_is_made_anew(tmp_path):
     """--rows-dir: the index row of each URL whose current fetch is newer than --since,
     or that had several fetches up to it; not of one that answered 304 since."""
@@ -443,6 +452,7 @@ def test_line_keys_reads_a_joins_keys_from_the_line_or_says_to_parse_it():
     assert line_keys(b'{"kind":"page","url":"' + base.encode()) is None      # cut short
 
 
+@pytest.mark.job
 def test_mrcurrent_passes_each_current_record_on_as_it_was_read(tmp_path):
     """A record without a body leaves MRCurrent as the bytes it came in as; one with a
     body is written again without it; a page line cut short is counted, not fatal."""
@@ -470,6 +480,7 @@ def test_mrcurrent_passes_each_current_record_on_as_it_was_read(tmp_path):
     assert counters['current'][C.CURRENT_PAGES] == 2
 
 
+@pytest.mark.job
 def test_mrcurrent_drops_a_304_over_a_page_as_it_reads_it(tmp_path):
     """A refresh's 304s are most of its fetches: one answered over a page the crawl
     holds (the crawl database's prev: fetched) leaves MRCurrent's mapper unshuffled,

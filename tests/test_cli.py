@@ -1,4 +1,5 @@
 """The mrcrawl command as a user meets it: errors are one line and exit status 2."""
+import pytest
 import json
 import os
 import signal
@@ -7,6 +8,8 @@ import sys
 import time
 
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.crawl
 
 
 def mrcrawl(*args, cwd=None):

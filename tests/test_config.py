@@ -6,6 +6,8 @@ import pytest
 from jobs.lib import config
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults_have_the_required_keys():
     conf = config.load()
@@ -133,6 +135,7 @@ def test_an_extractor_not_used_is_not_loaded(monkeypatch):
         config.load(overrides=['parse.main_text_extractor=trafilatura'])
 
 
+@pytest.mark.job
 def test_trafilatura_without_lxml_html_clean_is_one_line_at_start(tmp_path):
     """What a wheel installed by pip 23.2 lacked (tests/test_install.py): with
     lxml_html_clean missing, trafilatura cannot import lxml.html.clean. The crawl used to

@@ -25,6 +25,8 @@ import pytest
 
 from jobs.lib import robots, urls
 
+pytestmark = pytest.mark.unit
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'data', 'conformance')
 
 

@@ -12,6 +12,8 @@ from jobs.lib import config, content, filters
 from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
 from tests.pdfs import make_pdf
 
+pytestmark = pytest.mark.unit
+
 
 def limits(**changes):
     parse = dict(config.load()['parse'])
@@ -116,6 +118,7 @@ def test_a_parsers_extensions_pass_the_link_filter():
     assert none.reason('http://a.com/report.pdf') == 'extension'
 
 
+@pytest.mark.crawl
 def test_pdf_text_and_your_own_type_are_crawled_merged_and_written_as_xml(site, tmp_path):
     """A page links a PDF, a text file and a CSV: each becomes a page of its own, through
     merge and XML, with its content type; the PDF's and the CSV's links are followed."""

@@ -1,4 +1,5 @@
 """End-to-end crawls of the fixture website, one per runner, checking the whole output."""
+import pytest
 import collections
 import json
 import os
@@ -9,6 +10,8 @@ from lxml import etree
 from drivers.crawl import Crawl
 from jobs.lib import records as R
 from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
+
+pytestmark = pytest.mark.crawl
 
 DELAY = 0.2
 

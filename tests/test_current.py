@@ -1,6 +1,7 @@
 """MRCurrent after the change (drivers/affected_current.py): a later build shuffles the
 fetches of the URLs the fetch named in changes/ only, and its current/ is the one a
 shuffle of every fetch makes."""
+import pytest
 import json
 import os
 
@@ -13,6 +14,8 @@ from jobs.lib import counters as C
 from jobs.lib.sidefile import MetaSink
 from tests.conftest import read_records, test_conf
 from tests.test_jobs import run_job
+
+pytestmark = pytest.mark.job
 
 BASE = 'http://127.0.0.1:1/'
 
@@ -90,6 +93,7 @@ def key(records):
     return sorted(orjson.dumps(r, option=orjson.OPT_SORT_KEYS) for r in records)
 
 
+@pytest.mark.unit
 def test_the_changes_name_what_may_replace_a_current_fetch_but_a_304_over_a_page(tmp_path):
     c = crawl_folder(tmp_path)
     names = {}
@@ -132,6 +136,7 @@ def test_a_later_build_shuffles_only_the_urls_the_change_touches(tmp_path):
     assert not os.path.exists(affected_current.keys_side(c))
 
 
+@pytest.mark.unit
 def test_every_fetch_is_shuffled_past_the_keys_and_files_bounds(tmp_path):
     """The map tasks hold the keys: past runner.task_keys_max_bytes of changes/ to
     read, every fetch is shuffled; so it is when the last current/ holds over

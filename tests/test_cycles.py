@@ -14,6 +14,8 @@ from tests.conftest import (ROOT, at, crawl_site, current_merged, current_xml, r
                             read_xml, test_conf)
 from tests.test_inverted_index import run_index
 
+pytestmark = pytest.mark.crawl
+
 
 def _quiet(_):
     pass
@@ -531,6 +533,7 @@ def test_reparse_extracts_new_fields_from_the_stored_pages_without_a_request(sit
     assert counters['counters']['reparse'].get('warc_unreadable_OSError_total') is None
 
 
+@pytest.mark.unit
 def test_the_delta_signature_follows_what_the_xml_document_carries():
     """Every field whose change changes a page's XML document changes its delta
     signature, but the fetch's time and place (a page fetched again, unchanged)."""

@@ -1,9 +1,12 @@
 """mrcrawl db stats / db get over a real crawl of the fixture site."""
+import pytest
 import json
 
 from drivers import db
 from tests.test_crawl_e2e import crawl_fixture
 from tests.test_cli import mrcrawl
+
+pytestmark = pytest.mark.crawl
 
 
 def records(text):

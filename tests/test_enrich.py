@@ -11,6 +11,8 @@ from drivers.fixture_site import PAGES
 from tests.conftest import ROOT
 from tests.test_jobs import conf_file, page, run_job  # noqa: F401  (conf_file: fixture)
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize('extractor', maintext.EXTRACTORS)
 def test_main_text_and_language_never_touch_the_network(monkeypatch, extractor):
@@ -88,6 +90,7 @@ def anchors_by_url(conf_file, pages):
             for url, a in by_url.items()}, counters
 
 
+@pytest.mark.job
 def test_invertlinks_gathers_anchors_per_target_and_follows_redirects(conf_file):
     """MRAnchors inverts the links (Nutch's invertlinks): anchors per target, a
     redirect's source moved to its final URL, links without text skipped."""
@@ -110,6 +113,7 @@ def test_invertlinks_gathers_anchors_per_target_and_follows_redirects(conf_file)
     assert c['inlinks_redirected_total'] == 1 and c['anchor_targets_total'] == 3
 
 
+@pytest.mark.job
 def test_a_urls_anchors_record_is_sorted_and_distinct_across_its_redirects(conf_file):
     """A page's own anchors and those of a URL that redirected to it meet in one
     ``anchors`` record, sorted and without the pair both routes brought
@@ -126,6 +130,7 @@ def test_a_urls_anchors_record_is_sorted_and_distinct_across_its_redirects(conf_
         [{'from': 'http://h/a', 'text': 'same'}, {'from': 'http://h/b', 'text': 'b to new'}]]
 
 
+@pytest.mark.job
 def test_invertlinks_can_drop_internal_anchors(conf_file, tmp_path):
     import json
     conf = json.load(open(conf_file))

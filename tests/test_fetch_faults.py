@@ -10,6 +10,8 @@ from drivers.fixture_site import FixtureSite
 from jobs.lib import counters as C, encoding, fetcher, httpio, netpolicy, plan, politeness, records as R
 from tests.conftest import test_conf
 
+pytestmark = pytest.mark.unit
+
 #: Small delays and limits so that each fault costs well under a second or two.
 FAST = ['politeness.delay=0.05', 'fetch.read_timeout=0.5', 'fetch.connect_timeout=0.5',
         'fetch.max_request_seconds=1.0', 'fetch.retry_backoff=0.05', 'fetch.max_retries=2',

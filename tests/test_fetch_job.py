@@ -15,6 +15,8 @@ from jobs.plan_fetch import MRPlanFetch
 from jobs.lib import counters as C, records as R
 from tests.conftest import test_conf
 
+pytestmark = pytest.mark.job
+
 DELAY = 0.2
 
 

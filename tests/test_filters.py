@@ -10,6 +10,8 @@ from jobs.parse import MRParse
 from tests.conftest import test_conf
 from tests.test_jobs import run_job
 
+pytestmark = pytest.mark.unit
+
 STRIP = ('utm_*', 'gclid', 'JSESSIONID', 'phpsessid')
 
 
@@ -137,6 +139,7 @@ def _conf_file(tmp_path, *sets):
     return str(path)
 
 
+@pytest.mark.job
 def test_parse_counts_every_rejected_link_by_reason(tmp_path):
     conf_file = _conf_file(tmp_path, 'filter.scope=domain', 'filter.deny_extensions=["png"]',
                            'filter.exclude=["/logout"]', 'parse.sort_query=true',
@@ -166,6 +169,7 @@ def _db(url, depth=1, status='unfetched', **kw):
     return dict({'kind': 'db', 'url': url, 'status': status, 'depth': depth}, **kw)
 
 
+@pytest.mark.job
 def test_generate_caps_urls_per_host_and_leaves_the_rest_unfetched(tmp_path):
     conf_file = _conf_file(tmp_path, 'filter.max_urls_per_host=2', 'fetch.follow_hops=0',
                            'generate.strategy="bfs"',
@@ -193,6 +197,7 @@ def test_generate_caps_urls_per_host_and_leaves_the_rest_unfetched(tmp_path):
     assert counters['generate']['over_host_cap_total'] == 3
 
 
+@pytest.mark.job
 def test_generate_without_cap_generates_every_candidate(tmp_path):
     conf_file = _conf_file(tmp_path)
     db = [_db('http://a.com/%d' % i) for i in range(50)]
@@ -224,6 +229,7 @@ def test_page_resolver_agrees_with_resolve_in_any_document_encoding(base, href, 
     assert resolver(href) == urls.resolve(base, href, encoding)
 
 
+@pytest.mark.job
 @pytest.mark.parametrize('encoding,href,url', [
     # URL standard: an http(s) link's query is encoded in the document's encoding ...
     ('windows-1252', '/s?q=caf\u00e9', 'http://h.com/s?q=caf%E9'),

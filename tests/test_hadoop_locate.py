@@ -10,6 +10,8 @@ from drivers import cli, hadoop_locate
 from drivers.hadoop_locate import NoHadoop, locate
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.unit
+
 
 def executable(path, text='#!/bin/sh\nexit 0\n'):
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -203,6 +205,7 @@ def make_n(*args, **env):
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.crawl
 @pytest.mark.parametrize('target', ['crawl', 'recrawl', 'demo'])
 def test_make_sources_the_test_cluster_only_with_cluster_test(target):
     """RUNNER=hadoop keeps the user's environment (issue 47: hadoop/env.sh overwrote

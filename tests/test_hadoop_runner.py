@@ -14,6 +14,8 @@ from jobs.lib import config
 from tests.conftest import TEST_SETTINGS
 from tests.test_hadoop import history_jobs
 
+pytestmark = pytest.mark.unit
+
 
 def conf_file(tmp_path, *extra):
     path = tmp_path / 'conf.json'

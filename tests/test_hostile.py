@@ -23,6 +23,8 @@ from jobs.parse import MRParse
 from tests.conftest import ROOT, TEST_SETTINGS, read_records, test_conf
 from tests.test_fetch_job import check_one_doc_each, run
 
+pytestmark = pytest.mark.unit
+
 FAST = ['politeness.delay=0', 'fetch.read_timeout=0.5', 'fetch.connect_timeout=0.5',
         'fetch.max_request_seconds=1.5', 'fetch.retry_backoff=0.01', 'fetch.max_retries=1',
         'fetch.max_body_bytes=1000000', 'fetch.max_consecutive_failures=0']
@@ -217,6 +219,7 @@ SPELLINGS = ['http://2130706433:{port}/', 'http://0177.0.0.1:{port}/',
              'http://localhost:{port}/', 'http://LOCALHOST:{port}/']
 
 
+@pytest.mark.job
 def test_private_addresses_refused_and_counted_in_every_spelling(tmp_path):
     with FixtureSite('127.0.0.1') as site:
         records = [{'kind': 'url', 'url': u.format(port=site.port), 'depth': 0}
@@ -250,6 +253,7 @@ def public_127_0_0_2(monkeypatch):
     monkeypatch.setattr(netpolicy, 'ip_is_public', policy)
 
 
+@pytest.mark.job
 def test_redirect_from_an_allowed_server_to_loopback_is_refused(public_127_0_0_2, tmp_path):
     with FixtureSite('127.0.0.2') as allowed, FixtureSite('127.0.0.1') as inside:
         for target in (inside.url('/a.html'), 'http://localhost:%d/a.html' % inside.port,
@@ -307,6 +311,7 @@ OTHER_SCHEMES = ['file:///etc/passwd', 'ftp://127.0.0.1/file', 'gopher://127.0.0
                  'mailto:a@b.example', 'ws://127.0.0.1/']
 
 
+@pytest.mark.job
 def test_other_schemes_are_never_fetched_and_are_counted(tmp_path):
     with FixtureSite('127.0.0.2') as site:
         records = [{'kind': 'url', 'url': u, 'depth': 0} for u in OTHER_SCHEMES]
@@ -476,6 +481,7 @@ def _tree(folder):
     return out
 
 
+@pytest.mark.crawl
 @pytest.mark.parametrize('mode', ['fsize', 'blocked'])
 def test_disk_full_mid_crawl_is_one_clear_error_and_layers_stay(site, tmp_path, mode):
     seeds = tmp_path / 'seeds.txt'
@@ -515,6 +521,7 @@ def test_disk_full_mid_crawl_is_one_clear_error_and_layers_stay(site, tmp_path, 
 
 # -- a whole crawl through traps and hostile endpoints ------------------------------------
 
+@pytest.mark.crawl
 def test_crawl_through_traps_finishes_with_every_url_accounted_for(tmp_path):
     from drivers.crawl import Crawl
     with HostileSite() as s:

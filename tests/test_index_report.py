@@ -24,6 +24,8 @@ from jobs.lib import records as R
 from tests.conftest import ROOT, crawl_site, read_records, test_conf
 from tests.test_jobs import run_job
 
+pytestmark = pytest.mark.unit
+
 DELAY = 0.2     # conftest.TEST_SETTINGS
 
 
@@ -116,6 +118,7 @@ def index_rows_from(out, folds, tmp_path):
                   key=lambda r: (r['layer'], r['url']))
 
 
+@pytest.mark.crawl
 def test_duplicate_of_from_merge_map_is_what_merged_gives(crawled, tmp_path):
     """build_index joins duplicate_of from merge_map/ (slim) instead of merged/ (whole
     pages): the same rows, for an exact duplicate and a redirect (the module's crawl),
@@ -143,6 +146,7 @@ def test_duplicate_of_from_merge_map_is_what_merged_gives(crawled, tmp_path):
     assert folded[(near & set(folded)).pop()] == base2 + (near - set(folded)).pop()
 
 
+@pytest.mark.job
 def test_index_of_a_crawl_without_merge_map_joins_merged(crawled, tmp_path):
     """A crawl whose merge left merged/ but no merge_map/ (a one-job merge): build_index
     reads merged/ for duplicate_of and writes the same index."""
@@ -209,6 +213,7 @@ def test_charts_drawn_beside_the_merge_are_those_drawn_in_the_driver(crawled):
         beside.Beside(chart_drawer(out, conf, 'not layer rows'), 'test-charts').result(60)
 
 
+@pytest.mark.crawl
 def test_a_lost_child_costs_the_crawl_nothing(tmp_path, monkeypatch):
     """The index and charts child's answer lost (killed, out of memory): the driver
     builds the index and draws the charts itself, and the outputs are the same."""
@@ -243,6 +248,7 @@ def test_a_child_is_forked_only_once_the_driver_s_imports_are_done(tmp_path):
         sys.modules.pop('slow_to_import', None)
 
 
+@pytest.mark.job
 def test_the_child_dies_with_a_killed_driver(tmp_path):
     """PR_SET_PDEATHSIG: a crawl killed in its merge leaves no child writing into OUT."""
     script = tmp_path / 'driver.py'

@@ -14,6 +14,9 @@ import pytest
 
 from tests.conftest import ROOT
 
+# Each test installs the wheel into a new environment: as slow as a crawl.
+pytestmark = pytest.mark.crawl
+
 
 def run(*cmd, **kw):
     res = subprocess.run(list(cmd), capture_output=True, text=True, timeout=600, **kw)

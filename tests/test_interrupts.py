@@ -12,6 +12,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.job
+
 LINE = 'mrcrawl: interrupted; run the same command again to continue'
 #: The console script of this environment (the one `make` installs), else its equivalent.
 SCRIPT = os.path.join(os.path.dirname(sys.executable), 'mrcrawl')
@@ -181,6 +183,7 @@ CASES = {
 }
 
 
+@pytest.mark.crawl
 @pytest.mark.parametrize('case', sorted(CASES))
 def test_an_interrupted_crawl_says_one_line_leaves_nothing_and_resumes(site, tmp_path,
                                                                       case):

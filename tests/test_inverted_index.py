@@ -1,8 +1,11 @@
 """The downstream example job reads xml/ folders as an indexing team would."""
+import pytest
 import os
 
 from jobs.inverted_index import MRInvertedIndex, read_index
 from jobs.lib import xmlpage
+
+pytestmark = pytest.mark.job
 
 
 def write_xml_folder(folder):

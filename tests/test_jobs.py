@@ -14,6 +14,8 @@ from jobs.parse import MRParse
 from jobs.generate import MRGenerate
 from tests.conftest import ROOT, test_conf
 
+pytestmark = pytest.mark.job
+
 
 @pytest.fixture
 def conf_file(tmp_path):
@@ -249,6 +251,7 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
         assert {n: (folder / n).read_bytes() for n in os.listdir(folder)} == before
 
 
+@pytest.mark.unit
 def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
     """drivers.runners.line_ranges, as LocalRunner splits mapper and reducer input:
     the ranges tile the file, every range but the last ends with a newline, the copies
@@ -336,6 +339,7 @@ def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
         assert len(results[False][0]) > 50
 
 
+@pytest.mark.unit
 def test_counters_are_summed_in_the_task_and_reported_at_its_end(conf_file, monkeypatch):
     """CrawlJob.count sums in memory: a mapper that counts per record writes one counter
     line per counter name when the task ends (not one per increment), with the right
@@ -484,6 +488,7 @@ def test_a_failed_or_killed_forked_task_fails_the_step(conf_file, tmp_path, how,
                ['http://h/' + how])
 
 
+@pytest.mark.unit
 def test_runners_override_only_what_mrjob_0_7_4_has():
     """mrcrawl's runners (drivers/runners.py, drivers/hadoop.py) override private members of
     mrjob's runners. If mrjob renamed one, the override would silently never run: every
@@ -507,6 +512,7 @@ def test_runners_override_only_what_mrjob_0_7_4_has():
                 if not any(n in vars(b) for b in bases)] == [], cls
 
 
+@pytest.mark.unit
 def test_instances_of_a_job_share_its_parser_and_parse_their_own_args(conf_file):
     """CrawlJob builds a class's argument parser once: later instances (one per inline
     task) reuse it and still read their own arguments, passthrough and file ones too."""

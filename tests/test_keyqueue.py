@@ -1,9 +1,12 @@
 """jobs.lib.keyqueue: keys in flight are not threads; a waiting key holds none."""
+import pytest
 import threading
 import time
 
 from jobs.lib.keyqueue import KeyQueues, capacity, keys_in_flight
 from tests.conftest import test_conf
+
+pytestmark = pytest.mark.unit
 
 
 class Trace:

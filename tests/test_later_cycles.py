@@ -5,11 +5,14 @@ Every crawl here runs through the `mrcrawl` command's own entry point (drivers.c
 against the fixture website on loopback, and is checked by the server's request log and
 the crawl's outputs (issue 47).
 """
+import pytest
 import json
 import os
 
 from drivers.cli import main
 from jobs.lib import config
+
+pytestmark = pytest.mark.crawl
 
 FAST = ['--set', 'politeness.delay=0.05', '--set', 'fetch.read_timeout=5',
         '--set', 'fetch.connect_timeout=2']
@@ -139,6 +142,7 @@ def test_a_sites_crawl_keeps_its_site_rules_in_later_cycles(site, tmp_path, caps
     assert [s['name'] for s in saved['sites']] == ['fixture']
 
 
+@pytest.mark.unit
 def test_changed_sites_and_new_keys_are_reported(tmp_path):
     """A later run names each changed setting and each site added, removed or changed;
     a key the saved settings lack takes its default, with a note."""
@@ -252,6 +256,7 @@ def test_a_sites_crawl_keeps_its_hourly_quota_in_later_cycles(site, tmp_path):
     assert generate['site_quota_hour_total'] >= 3
 
 
+@pytest.mark.unit
 def test_an_hdfs_folder_whose_namenode_does_not_answer_is_one_line(tmp_path, capsys,
                                                                    monkeypatch):
     """The folder check reads the output folder first: on an HDFS nobody answers (a

@@ -5,6 +5,8 @@ import pytest
 
 from jobs.lib import encoding, html, robots, urls, xmlpage
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize('base,href,expected', [
     ('http://a.com/x/y.html', '../z.html', 'http://a.com/z.html'),

@@ -17,6 +17,8 @@ from PIL import Image
 from jobs.lib import counters as C, media, records as R, sites
 from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
 
+pytestmark = pytest.mark.unit
+
 GALLERY_TOML = os.path.join(ROOT, 'tests', 'data', 'sites', 'gallery.toml')
 SCHEMA = os.path.join(ROOT, 'conf', 'page.xsd')
 with open(os.path.join(ROOT, 'tests', 'data', 'media', 'trailer.mp4'), 'rb') as _f:
@@ -225,6 +227,7 @@ def gallery(site, poster):
         '/gallery/trailer.mp4': ('typed', 'video/mp4', TRAILER)})
 
 
+@pytest.mark.crawl
 def test_a_crawl_stores_media_once_and_its_xml_points_at_them(site, tmp_path):
     poster = png()
     gallery(site, poster)
@@ -267,6 +270,7 @@ def test_a_crawl_stores_media_once_and_its_xml_points_at_them(site, tmp_path):
             assert im.format == 'JPEG' and max(im.size) <= 320
 
 
+@pytest.mark.crawl
 def test_media_store_off_keeps_digests_only(site, tmp_path):
     gallery(site, png(64, 40))
     conf = sites.resolve(test_conf('parse.sites=%s' % json.dumps([GALLERY_TOML]),

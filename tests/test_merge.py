@@ -1,11 +1,14 @@
 """MRMerge's near duplicates (SimHash banding), rel=canonical folding and anchors;
 jobs.lib.simhash on its own."""
+import pytest
 import random
 
 from hypothesis import given, settings, strategies as st
 
 from jobs.lib import simhash
 from tests.test_jobs import conf_file, page, run_merge  # noqa: F401  (conf_file: fixture)
+
+pytestmark = pytest.mark.job
 
 WORDS = ('river harbour orchard winter bread bird forest market school evening light '
          'visitor spring garden library train cook map letter song game colour').split()
@@ -25,6 +28,7 @@ def flip_words(text, n, seed=1):
     return ' '.join(w)
 
 
+@pytest.mark.unit
 def test_simhash_is_stable_and_close_for_close_texts():
     """Over 100 articles: two of 400 words changed (6 of 398 shingles) move the
     fingerprint by a few bits (the median is 3: half such pairs fall within the merge's
@@ -73,6 +77,7 @@ def reference_simhash(text, shingle_words):
                if 2 * sum((h >> bit) & 1 for h in hashes) > len(hashes))
 
 
+@pytest.mark.unit
 def test_simhash_equals_the_bit_by_bit_definition():
     """The numpy vote gives the same fingerprint as the definition, for every shingle
     width, short texts (fewer words than a shingle), ties, Unicode and case."""
@@ -92,6 +97,7 @@ def test_simhash_equals_the_bit_by_bit_definition():
     assert simhash.simhash('a b c d e f', 3) != simhash.simhash('f e d c b a', 3)
 
 
+@pytest.mark.unit
 def test_bands_cover_the_bits_and_find_every_pair_within_k():
     for k in (0, 3, 5, 63):
         bounds = simhash.band_bounds(k)
@@ -107,6 +113,7 @@ def test_bands_cover_the_bits_and_find_every_pair_within_k():
     assert simhash.first_common_band(0, (1 << 64) - 1, 3) is None
 
 
+@pytest.mark.unit
 def test_the_first_common_band_is_the_first_equal_band_key():
     rnd = random.Random(5)
     for k in (0, 1, 3, 7):
@@ -359,6 +366,7 @@ def test_resources_join_their_parent_or_its_leader_and_are_never_pages(conf_file
     assert j['resources_not_fetched_total'] == 1
 
 
+@pytest.mark.unit
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet=st.characters(blacklist_categories=('Cs',)), max_size=60)
        | st.text(alphabet='ab _.\u00e9\u2019\u00b2\u0130', max_size=30))

@@ -5,6 +5,7 @@ Bounded for CI: a few hundred examples each with a fixed seed (``derandomize``),
 run takes seconds and fails the same way twice. For a long random search set
 ``MRCRAWL_HYPOTHESIS=long`` (20 000 examples per test, random seeds).
 """
+import pytest
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -14,6 +15,8 @@ import ada_url
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from jobs.lib import robots, urls, xmlpage
+
+pytestmark = pytest.mark.unit
 
 settings.register_profile('mrcrawl-ci', max_examples=300, deadline=timedelta(seconds=1),
                           derandomize=True, database=None,

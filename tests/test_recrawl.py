@@ -1,10 +1,13 @@
 """Re-crawl cycles: due pages fetched with conditional requests, intervals adapted."""
+import pytest
 import os
 
 from drivers.crawl import Crawl
 from drivers.fixture_site import _page
 
 from tests.conftest import crawl_site, at, current_xml, read_records, read_xml, test_conf
+
+pytestmark = pytest.mark.crawl
 
 DAY = 86400.0
 

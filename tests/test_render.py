@@ -18,6 +18,8 @@ from jobs.lib.sites import SiteConfigError
 from tests.conftest import crawl_site, current_xml, read_records, test_conf
 from tests.test_fetch_job import DELAY, check_politeness
 
+pytestmark = pytest.mark.browser
+
 APP_PAGE = (b'<html><head><title>App</title><script src="/app.js"></script>%s</head>'
             b'<body><div id="app"></div>%s</body></html>')
 # Builds the page's heading (a site field) and its links once the DOM is there.
@@ -48,6 +50,7 @@ def _counters(out, layer='000'):
         return json.load(f)['counters']
 
 
+@pytest.mark.unit
 def test_render_is_a_boolean_of_the_site_table(tmp_path):
     path = tmp_path / 'bad.toml'
     path.write_text('[site]\nhosts = ["a.example"]\nrender = "yes"\n')
@@ -260,6 +263,7 @@ def test_a_key_in_flight_is_not_asked_by_the_renderer(tmp_path):
     assert counters['render'].get('subrequests_fetched_total', 0) == 0
 
 
+@pytest.mark.unit
 def test_the_renderer_keeps_the_delay_after_a_keys_thread_ended():
     """A key's thread is done; then a page of another key asks the renderer for an
     image of it (no browser needed: the request handed to the renderer's fetching
@@ -292,6 +296,7 @@ def test_the_renderer_keeps_the_delay_after_a_keys_thread_ended():
         check_politeness(k, delay)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize('max_crawl_delay', [5.0, 0.5])
 def test_the_renderers_requests_keep_a_keys_crawl_delay(max_crawl_delay):
     """Two images of a key whose robots.txt asks for a Crawl-delay, through the task's
@@ -355,6 +360,7 @@ def test_a_keys_pace_counts_the_renderers_requests(tmp_path):
         assert paces['%s:%d' % (site.host, site.port)]['ended_at'] >= asked[site]
 
 
+@pytest.mark.unit
 def test_the_renderer_keeps_the_delay_after_a_keys_last_request_in_an_earlier_layer():
     """A key asked just now in an earlier layer (its pace record, joined to the task's
     list): the renderer's first request to it keeps the delay after that one."""
@@ -381,6 +387,7 @@ def test_the_renderer_keeps_the_delay_after_a_keys_last_request_in_an_earlier_la
         assert k.requests[0]['t'] >= asked + delay * 0.95
 
 
+@pytest.mark.job
 def test_a_task_that_renders_nothing_needs_no_render_distribution():
     """Every fetch task makes a Renderer; on YARN, a crawl that renders nothing ships
     neither Playwright nor CacheControl, so neither may be imported by it."""
@@ -402,6 +409,7 @@ def test_a_task_that_renders_nothing_needs_no_render_distribution():
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.unit
 def test_playwright_is_shipped_to_yarn_only_for_a_crawl_that_renders(tmp_path):
     from drivers import hadoop
     render = ('playwright', 'cachecontrol')
@@ -541,6 +549,7 @@ def test_the_browsers_requests_are_cached_as_a_browsers_are(tmp_path, cache_byte
     assert stats['subrequest_bytes_total'] == len(APP_JS) + 4 * len(js)
 
 
+@pytest.mark.unit
 def test_a_304_for_a_response_dropped_meanwhile_is_asked_again_in_full(tmp_path):
     """A stale script is revalidated, and while the 304 is on its way another
     response takes the cache's bytes: the browser, which sent no validators, still
@@ -629,6 +638,7 @@ def test_keys_that_start_at_once_share_the_tasks_browser_context(tmp_path):
     assert stats['pages_rendered_total'] == 6 and stats['browser_pages_total'] == 3
 
 
+@pytest.mark.unit
 def test_the_request_cache_keeps_its_bytes_and_drops_the_oldest():
     """render.cache_bytes bounds the cache: the least recently used entry goes first,
     and a response larger than the whole cache is not kept."""
@@ -678,6 +688,7 @@ def test_a_crashed_browser_is_started_again_for_the_next_page(tmp_path):
     assert stats['browser_starts_total'] == 2 and stats['pages_rendered_total'] == 2
 
 
+@pytest.mark.unit
 def test_the_driver_says_once_when_no_browser_is_there(tmp_path, monkeypatch):
     """At the start of a crawl whose sites ask for rendering, the driver names the
     missing browser once (jobs.lib.render.tool_warnings); nothing when no site renders
@@ -698,6 +709,7 @@ def test_the_driver_says_once_when_no_browser_is_there(tmp_path, monkeypatch):
         'as fetched']
 
 
+@pytest.mark.unit
 def test_a_render_that_never_ends_gives_the_page_back_as_fetched(tmp_path, monkeypatch):
     """A Playwright call that never returns (a killed renderer's page) does not hold the
     key's thread: after 2 x render.max_seconds + 5 s the page comes back with its

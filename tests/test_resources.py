@@ -3,6 +3,7 @@ next layer with a size cap, never kept, and attached to the page as metadata.
 
 Jobs one by one (optimize, generate, fetch, parse), the XML side on a hand-made merged
 record, and an end-to-end crawl of the fixture site's /media/ pages."""
+import pytest
 import base64
 import collections
 import hashlib
@@ -20,6 +21,8 @@ from jobs.optimize import MROptimize
 from jobs.parse import MRParse
 from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
 from tests.test_jobs import page, run_job
+
+pytestmark = pytest.mark.job
 
 MEDIA_TOML = os.path.join(ROOT, 'tests', 'data', 'sites', 'media.toml')
 SCHEMA = os.path.join(ROOT, 'conf', 'page.xsd')
@@ -157,6 +160,7 @@ def test_parse_caps_resources_per_page(tmp_path):
 
 # -- the XML side (independent of how merge attaches them) ------------------------------
 
+@pytest.mark.unit
 def test_resources_in_xml_are_metadata_and_validate():
     merged = {
         'kind': 'merged', 'url': 'http://h/film', 'status': 'fetched', 'http_status': 200,
@@ -190,6 +194,7 @@ def test_resources_in_xml_are_metadata_and_validate():
 
 # -- end to end ---------------------------------------------------------------------------
 
+@pytest.mark.crawl
 def test_crawl_fetches_resources_once_with_a_cap(site, tmp_path):
     conf = sites.resolve(test_conf(
         'parse.sites=%s' % json.dumps([MEDIA_TOML]), 'politeness.delay=0.05',
@@ -261,6 +266,7 @@ def test_crawl_fetches_resources_once_with_a_cap(site, tmp_path):
         ('/private/trailer.mp4', 'robots_denied', None, 'false')]
 
 
+@pytest.mark.crawl
 def test_resources_the_last_layers_pages_name_are_fetched_in_the_same_cycle(site, tmp_path):
     """Depth 1 from /media/: the films are the last layer's pages. One more layer
     fetches what they name, and nothing else; a crawl whose last layer names no

@@ -1,4 +1,5 @@
 """Crash safety: kill the driver at several points, rerun, compare with an uninterrupted run."""
+import pytest
 import json
 import os
 import signal
@@ -8,6 +9,8 @@ import time
 
 from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
 from drivers.fixture_site import FixtureSite
+
+pytestmark = pytest.mark.crawl
 
 
 def start_crawl(seeds, out, quiet=True):

@@ -1,4 +1,7 @@
+import pytest
 from drivers.seeds import read_seeds
+
+pytestmark = pytest.mark.unit
 
 
 def test_bad_lines_counted_good_ones_kept(tmp_path):

@@ -12,6 +12,8 @@ from jobs.lib.sites import SiteConfigError
 from tests.conftest import crawl_site, test_conf
 from tests.test_jobs import run_job
 
+pytestmark = pytest.mark.job
+
 NOW = datetime(2026, 12, 3, 12, 0, 0, tzinfo=timezone.utc)
 
 
@@ -43,6 +45,7 @@ def _generate(conf_file, db, at=NOW):
     return run_job(MRGenerate, conf_file, db, '--max-depth', '3', '--recrawl-at', _iso(at))
 
 
+@pytest.mark.unit
 def test_site_limit_keys_are_checked_where_they_are_written(tmp_path):
     for body, msg in [('delay = -1', 'site.delay must be seconds'),
                       ('delay = "2"', 'site.delay must be seconds'),
@@ -122,6 +125,7 @@ def test_host_cap_applies_before_the_site_limits(tmp_path):
         g.get('site_max_pages_total', 0) == 203
 
 
+@pytest.mark.unit
 def test_a_site_delay_replaces_the_global_one_and_the_largest_wins_on_a_key():
     conf = test_conf('politeness.delay=1.0')
     conf['sites'] = [
@@ -136,6 +140,7 @@ def test_a_site_delay_replaces_the_global_one_and_the_largest_wins_on_a_key():
     assert d.of_key(['http://fast.example/a', 'http://other.example/b']) == 1.0
 
 
+@pytest.mark.crawl
 def test_a_crawl_keeps_a_sites_delay_and_page_cap(site, tmp_path):
     """On the fixture site: the site's delay (not the global one) between requests, in
     the server's log, and no more pages than max_pages however deep the crawl goes."""
@@ -170,6 +175,7 @@ def test_a_crawl_keeps_a_sites_delay_and_page_cap(site, tmp_path):
     assert '<h3>Fetch tasks</h3>' in page
 
 
+@pytest.mark.crawl
 def test_a_site_delay_never_goes_below_robots_crawl_delay(tmp_path):
     """A site asks for 0.05 s, its robots.txt for Crawl-delay: 0.3: the server's log
     shows 0.3 s between requests from the robots.txt request on."""

@@ -12,6 +12,8 @@ from jobs.parse import MRParse
 from tests.conftest import crawl_site, test_conf
 from tests.test_jobs import run_job
 
+pytestmark = pytest.mark.unit
+
 URLSET = b'''<?xml version="1.0" encoding="UTF-8"?>
 <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
   <url><loc>http://h.com/a</loc><lastmod>2026-11-01</lastmod><priority>0.8</priority></url>
@@ -111,6 +113,7 @@ def raw_doc(url, data, ctype, depth=1):
             'raw_body': base64.b64encode(data).decode('ascii'), 'headers': {}}
 
 
+@pytest.mark.job
 def test_parse_job_reads_url_sources(tmp_path):
     conf_file = _conf_file(tmp_path)
     docs = [
@@ -157,6 +160,7 @@ def test_parse_job_reads_url_sources(tmp_path):
 
 # -- end to end: robots.txt -> gzipped index -> sitemaps -> pages no page links ---------
 
+@pytest.mark.crawl
 def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
     from drivers.fixture_site import HIDDEN, ROBOTS, SITEMAP_INDEX
     from tests.conftest import read_records, read_xml
@@ -211,6 +215,7 @@ def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
 
 # -- a sitemap's lastmod after a page's last fetch makes it due in the next cycle -------
 
+@pytest.mark.crawl
 def test_next_cycle_fetches_the_page_a_sitemap_dates_after_its_fetch(site, tmp_path):
     from datetime import datetime, timedelta, timezone
 

@@ -20,6 +20,8 @@ from jobs.parse import MRParse
 from tests.conftest import ROOT, read_records, read_xml, test_conf
 from tests.test_jobs import run_job, run_merge
 
+pytestmark = pytest.mark.unit
+
 DATA = os.path.join(ROOT, 'tests', 'data')
 FILMS_TOML = os.path.join(DATA, 'sites', 'films.toml')
 FILM_HTML = os.path.join(DATA, 'sites', 'film.html')
@@ -188,6 +190,7 @@ def doc(url, body, headers=None):
             'digest': 'sha1:' + url, 'body': body, 'headers': headers or {}}
 
 
+@pytest.mark.job
 def test_parse_job_adds_site_fields_and_applies_site_link_rules(tmp_path):
     conf_file = conf_file_with(tmp_path)
     out, counters = run_job(MRParse, conf_file, [
@@ -212,6 +215,7 @@ def test_parse_job_adds_site_fields_and_applies_site_link_rules(tmp_path):
     assert c['resources_found_total'] == 1
 
 
+@pytest.mark.job
 def test_noindex_and_nofollow_from_meta_and_header(tmp_path):
     conf_file = conf_file_with(tmp_path)
     out, counters = run_job(MRParse, conf_file, [
@@ -244,6 +248,7 @@ def test_topic_profile_scores():
         config.load(overrides=['topic.off_topic_links=maybe'])
 
 
+@pytest.mark.job
 @pytest.mark.parametrize('policy', ['follow', 'drop', 'deprioritise'])
 def test_off_topic_link_policies(tmp_path, policy):
     conf_file = conf_file_with(tmp_path, 'topic.terms=' + TERMS,
@@ -271,6 +276,7 @@ def test_off_topic_link_policies(tmp_path, policy):
         assert 'topic_inlinks' not in by_url['http://g.com/x']
 
 
+@pytest.mark.job
 def test_optimize_marks_changed_fields(tmp_path):
     conf_file = conf_file_with(tmp_path)
     db = [{'kind': 'db', 'url': 'http://f/1', 'status': 'fetched', 'depth': 0,
@@ -358,6 +364,7 @@ def static_site():
     static_site.paths = server.paths
 
 
+@pytest.mark.crawl
 def test_crawl_with_site_config_and_topic_profile(static_site, tmp_path):
     seeds = tmp_path / 'seeds.txt'
     seeds.write_text(static_site + '/\n')

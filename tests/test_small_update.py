@@ -1,6 +1,7 @@
 """A small layer's crawl database update (OptimizerDriver.update): every map task holds
 the URLs the layer's pages name (MROptimize --layer-pages), and the db line of any other
 URL leaves the mapper as read; the crawl database is the one a shuffle of all makes."""
+import pytest
 import json
 import os
 
@@ -11,6 +12,8 @@ from jobs.lib import counters as C
 from jobs.optimize import MROptimize
 from tests.conftest import crawl_site, read_records, test_conf
 from tests.test_jobs import run_job
+
+pytestmark = pytest.mark.job
 
 BASE = 'http://127.0.0.1:1/'
 
@@ -100,6 +103,7 @@ def test_the_update_counts_the_unfetched_urls_generate_can_select(tmp_path):
             assert counters[C.OPTIMIZE].get(C.UNFETCHED_WITHIN_DEPTH, 0) == len(within)
 
 
+@pytest.mark.crawl
 def test_a_layer_with_nothing_left_to_select_is_not_generated(site, tmp_path):
     """A site two links deep crawled at depth 4: the update of layer 1 counts no
     unfetched URL within the depth, so in/002 is made empty without a generate job and
@@ -134,6 +138,7 @@ def test_a_layer_with_nothing_left_to_select_is_not_generated(site, tmp_path):
             ('', 'fetched'), ('t/a.html', 'fetched'), ('t/b.html', 'fetched')]
 
 
+@pytest.mark.crawl
 def test_pagerank_is_made_when_the_layer_that_would_have_made_it_skipped_its_generate(
         site, tmp_path):
     """generate.strategy = pagerank, every 2 layers: cycle 1 ends at layer 2 with its

@@ -11,6 +11,8 @@ from jobs.pagerank import MRPageRank
 from tests.conftest import read_records, test_conf
 from tests.test_jobs import page, run_job
 
+pytestmark = pytest.mark.job
+
 
 def conf_file(tmp_path, *sets):
     path = tmp_path / 'conf.json'
@@ -110,6 +112,7 @@ def test_strategies_and_top_n(tmp_path, strategy, expected):
         assert by_url == {c['url']: float(c['inlinks']) for c in candidates()}
 
 
+@pytest.mark.crawl
 def test_pagerank_strategy_crawl_with_top_n(site, tmp_path):
     seeds = tmp_path / 'seeds.txt'
     seeds.write_text(site.url('/') + '\n')

@@ -5,6 +5,7 @@ cluster, mapreduce.*.maxattempts); what matters here is that a killed attempt le
 nothing behind: its step's output only ever lands in place by a rename after success,
 so the rerun redoes the step from scratch.
 """
+import pytest
 import os
 import signal
 import subprocess
@@ -14,6 +15,8 @@ import time
 from drivers.fixture_site import FixtureSite
 from tests.conftest import ROOT, TEST_SETTINGS, read_records
 from tests.test_resume import outcome
+
+pytestmark = pytest.mark.job
 
 
 def crawl_cmd(seeds, out):
@@ -61,6 +64,7 @@ def task_pids(script, roles, ancestor):
     return pids
 
 
+@pytest.mark.crawl
 def test_killed_fetch_task_fails_the_step_and_rerun_is_exact(tmp_path):
     with FixtureSite() as site:
         seeds = tmp_path / 'seeds.txt'

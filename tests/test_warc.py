@@ -24,6 +24,8 @@ from jobs.lib import records as R, taskfiles, warcfile
 from jobs.warc import MRWarc
 from tests.conftest import at, crawl_site, read_records, test_conf
 
+pytestmark = pytest.mark.unit
+
 WARCIO = os.path.join(os.path.dirname(sys.executable), 'warcio')
 SETTINGS = ('warc.enabled=true', 'politeness.delay=0.05')
 
@@ -325,6 +327,7 @@ def test_parquet_index_points_at_each_urls_response_record(crawled):
             assert rec.rec_headers.get_header('WARC-Payload-Digest') == row['digest']
 
 
+@pytest.mark.crawl
 def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
     conf = test_conf(*SETTINGS)
     out, _ = crawl_site(site, tmp_path, conf, depth=1)
@@ -402,6 +405,7 @@ def run_warc_job(runner, inputs, warc_dir, output_dir, conf_file, prefix='mrcraw
         return r.counters()
 
 
+@pytest.mark.crawl
 def test_local_runner_one_file_per_split_and_rerun_replaces(tmp_path):
     """MRWarc over doc/ (fetch.parse = false) on the local runner."""
     with FixtureSite() as site:
@@ -444,6 +448,7 @@ def test_local_runner_one_file_per_split_and_rerun_replaces(tmp_path):
     assert sorted(os.listdir(warc_dir)) == [keep]
 
 
+@pytest.mark.job
 def test_page_records_and_docs_without_the_http_exchange(tmp_path):
     """A fused fetch+parse's page records (body kept) are archived; docs fetched with WARC
     off get rebuilt headers (counted); bad lines and failed fetches are counted."""
@@ -562,6 +567,7 @@ def test_hdfs_output_goes_through_webhdfs_with_replace(tmp_path, monkeypatch):
     assert not local.exists()
 
 
+@pytest.mark.crawl
 def test_warc_from_doc_records_when_the_fetch_does_not_parse(tmp_path):
     """fetch.parse = false: MRWarc reads doc/ (the documents with their bodies), and the
     archive is the same as the fused fetch's: one response per fetched URL, payloads
