@@ -29,34 +29,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
-from jobs.lib import BUFFER_BYTES, affected as A, counters as C, merging as M, simhash
+from drivers import affected_anchors, affected_index
+from drivers.part_files import read_lines, side_args, write_lines
+from jobs.lib import affected as A, counters as C, merging as M, simhash
 
 KEYS, META = 'merge_keys', '_meta.json'
 
 ROW_SCHEMA = pa.schema([('url', pa.string()), ('keys', pa.list_(pa.string())),
                         ('simhash', pa.string())])     # and rec, read by orjson
-
-
-def part_names(c, folder):
-    return sorted(n for n in c.fs.listdir(folder) if n.startswith('part-'))
-
-
-def read_lines(c, folder):
-    """The non-empty lines of *folder*'s part files, as bytes without line breaks."""
-    lines = []
-    for name in part_names(c, folder):
-        lines += [line.rstrip(b'\n') for line in c.fs.iter_lines(c.fs.join(folder, name))
-                  if line.strip()]
-    return lines
-
-
-def write_lines(c, folder, lines):
-    """*lines* (bytes) into *folder*/part-00000, made afresh."""
-    c.fs.rm(folder)
-    c.fs.mkdirs(folder)
-    with c.fs.open_write_binary(c.fs.join(folder, 'part-00000'), BUFFER_BYTES) as f:
-        for line in lines:
-            f.write(line + b'\n')
 
 
 def keys_side(c):
@@ -81,17 +61,6 @@ def ready(c):
     """Can this build merge its affected set only? (prev_* kept, MRCurrent's rows.)"""
     return all(c.fs.exists(p) for p in (c.path('prev_merge_map'), c.path('prev_' + KEYS),
                                         changed_side(c)))
-
-
-def side_args(c, kept, option, side):
-    """MRCurrent's *option* naming its side folder *side*, when the last build's *kept*
-    (prev_*) is there to follow; a side folder left by a run whose current/ never
-    landed goes first."""
-    if not c.fs.exists(kept):
-        return []
-    if not c.fs.exists(c.path('current')):
-        c.fs.rm(side)
-    return c.task_path_args(option, side)
 
 
 def changed_args(c):
@@ -125,7 +94,6 @@ def done(c):
 def merge(c):
     """The affected set merged and spliced in: merge_map/ and merge_keys/, and the
     report's merge step; None when the merge must be made in full (the reason told)."""
-    from drivers import affected_anchors, affected_index
     from jobs.merge import MRMerge
     start = time.monotonic()
     why, plan = plan_merge(c)

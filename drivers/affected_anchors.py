@@ -36,7 +36,7 @@ import time
 
 import orjson
 
-from drivers.affected import part_names, read_lines, side_args, write_lines
+from drivers.part_files import part_names, read_lines, side_args, write_lines
 from jobs.lib import BUFFER_BYTES, counters as C, records as R
 
 #: What the last build's anchors were made with, beside them (anchors/ is MRMergeJoin's

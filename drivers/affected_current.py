@@ -27,7 +27,7 @@ over runner.task_keys_max_bytes (every map task holds their URLs), and when
 prev_current/ holds over merge.current_max_files files (each build that passes lines
 adds its tasks' files; shuffling all writes one per reducer again).
 """
-from drivers.affected import write_lines
+from drivers.part_files import write_lines
 from drivers.cycles import Cycles
 
 

@@ -20,8 +20,10 @@ So, in the driver, with Arrow (no job reads current/ again):
 It is made in full (MRIndexRows) instead after a full merge, a reparse or a crawl's
 first build, when MRWarc archived a layer (its warc_index/ is joined by the job), when
 the last index has another schema (an earlier version), and when it is over
-merge.affected_max_bytes (the driver holds it in memory).
+merge.affected_max_bytes (the driver holds it in memory). :func:`build_index` makes a
+build's index either way; drivers/index.py is the datasets' schemas and writer.
 """
+import logging
 import time
 
 import orjson
@@ -29,8 +31,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from drivers.affected import read_lines, side_args, write_lines
+from drivers.index import (HOSTS_SCHEMA, INDEX_SCHEMA, PartitionedWriter, host_columns,
+                           layer_dirs, rows_table, rows_to_parquet, write_schema)
+from drivers.part_files import read_lines, side_args, write_lines
 from jobs.lib import counters as C, records as R
+
+log = logging.getLogger('mrcrawl')
 
 
 def rows_side(c):
@@ -94,8 +100,6 @@ def why_full(c):
 def read_index(c, root):
     """The index dataset at *root* as one table (INDEX_SCHEMA + layer), or None when a
     file has another schema."""
-    from drivers.index import INDEX_SCHEMA
-    from drivers.report_html import layer_dirs
     tables = []
     for layer, folder in layer_dirs(c.fs, root):
         for name in c.fs.listdir(folder):
@@ -184,8 +188,6 @@ def splice(c, old, made):
 def build(c, tmp_index, tmp_hosts):
     """index/ and hosts/ of this build into *tmp_index* and *tmp_hosts* from the last
     build's: the step's counts, or None when they must be made in full (why told)."""
-    from drivers.index import (HOSTS_SCHEMA, PartitionedWriter, host_columns, rows_table,
-                               write_schema)
     start = time.monotonic()
     why = why_full(c)
     old = None if why else read_index(c, c.path('prev_index'))
@@ -226,3 +228,56 @@ def build(c, tmp_index, tmp_hosts):
         seconds=round(time.monotonic() - start, 3))
     done(c)
     return counts
+
+
+def index_inputs(crawl, outs):
+    """MRIndexRows' inputs: *outs*, the folds (merge_map/, else merged/) and every
+    layer's warc_index/ (from a crawl's second cycle on, *outs* is current/: MRCurrent)."""
+    fs = crawl.fs
+    warc = [crawl.path('warc_index', n) for n in fs.listdir(crawl.path('warc_index'))
+            if n.isdigit()]
+    folds = crawl.path('merge_map')
+    if not fs.exists(folds):
+        folds = crawl.path('merged')
+    return list(outs) + [folds] + warc
+
+
+def build_index(crawl, outs):
+    """Run MRIndexRows over *outs* + merge_map/ (merged/ when a crawl's merge left no
+    merge_map/: the folds are the same, merged/ is the page text besides), write OUT/index
+    and OUT/hosts. Skipped when OUT/index exists (a resumed crawl). Returns the step dict
+    saved as steps/index.json."""
+    from jobs.index_rows import MRIndexRows
+    fs = crawl.fs
+    final, hosts_final = crawl.path('index'), crawl.path('hosts')
+    if fs.exists(final):
+        return crawl.report.load_step('index')
+    rows_dir = crawl.path('index_rows')
+    tmp_index, tmp_hosts = crawl.path('tmp', 'index'), crawl.path('tmp', 'hosts')
+    fs.rm(tmp_index)
+    fs.rm(tmp_hosts)
+    counts = build(crawl, tmp_index, tmp_hosts)
+    if counts:
+        # Its rows came from MRCurrent: the last full build's job step is not this one's.
+        fs.rm(crawl.report.step_path('indexrows'))
+        job, seconds = counts['counters'], counts['seconds']
+    else:
+        rows_step = crawl.run_step('indexrows', MRIndexRows, index_inputs(crawl, outs),
+                                   rows_dir)
+        start = time.monotonic()
+        counts = rows_to_parquet(fs, rows_dir, tmp_index, tmp_hosts)
+        job = rows_step['counters'].get(C.INDEX, {})
+        seconds = rows_step['seconds'] + time.monotonic() - start
+    step = {'counters': {C.INDEX: job}, 'rows': counts['rows'], 'hosts': counts['hosts'],
+            'files': counts['files'], 'row_groups': counts['row_groups'],
+            'bad_lines': counts['bad_lines'], 'seconds': round(seconds, 3)}
+    if counts['bad_lines']:
+        log.warning('index: %d line(s) of %s were not index records', counts['bad_lines'],
+                    rows_dir)
+    crawl.report.save_step('index', step)
+    # hosts/ first: index/ existing is what marks the whole step done.
+    fs.rm(hosts_final)
+    fs.rename(tmp_hosts, hosts_final)
+    fs.rename(tmp_index, final)
+    fs.rm(rows_dir)
+    return step

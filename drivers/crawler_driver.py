@@ -28,7 +28,7 @@ import time
 import orjson
 
 from drivers import hadoop
-from drivers.affected import read_lines, write_lines
+from drivers.part_files import read_lines, write_lines
 from drivers.cycles import layer_name
 from jobs.lib import counters as C, keyqueue, plan
 

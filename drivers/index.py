@@ -2,7 +2,8 @@
 
     index rows   out/* + merge_map/ (+ warc_index/*)  -> index_rows/   (MRIndexRows:
                                                                       joins, host totals)
-    parquet      index_rows/      -> index/layer=NNN/part-XXXXX.parquet   (this module)
+    parquet      index_rows/      -> index/layer=NNN/part-XXXXX.parquet   (this module;
+                                                   drivers/affected_index.py runs both)
                                      hosts/layer=NNN/part-XXXXX.parquet
     index_rows/ is removed once both datasets are in place.
 
@@ -38,8 +39,6 @@ select one gzip member, the URL's response or revisit record.
 """
 import datetime
 import io
-import logging
-import time
 
 import orjson
 import pyarrow as pa
@@ -47,9 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 import pyarrow.parquet as pq
 
-from jobs.lib import counters as C, records as R
-
-log = logging.getLogger('mrcrawl')
+from jobs.lib import records as R
 
 #: Rows held in memory at once, all layers together (about 1 KB each as Python objects).
 MAX_BUFFERED_ROWS = 50_000
@@ -304,55 +301,10 @@ def add_line(line, index, hosts, counts, max_buffered):
         hosts.flush()
 
 
-def index_inputs(crawl, outs):
-    """MRIndexRows' inputs: *outs*, the folds (merge_map/, else merged/) and every
-    layer's warc_index/ (from a crawl's second cycle on, *outs* is current/: MRCurrent)."""
-    fs = crawl.fs
-    warc = [crawl.path('warc_index', n) for n in fs.listdir(crawl.path('warc_index'))
-            if n.isdigit()]
-    folds = crawl.path('merge_map')
-    if not fs.exists(folds):
-        folds = crawl.path('merged')
-    return list(outs) + [folds] + warc
-
-
-def build_index(crawl, outs):
-    """Run MRIndexRows over *outs* + merge_map/ (merged/ when a crawl's merge left no
-    merge_map/: the folds are the same, merged/ is the page text besides), write OUT/index
-    and OUT/hosts. Skipped when OUT/index exists (a resumed crawl). Returns the step dict
-    saved as steps/index.json."""
-    from drivers import affected_index
-    from jobs.index_rows import MRIndexRows
-    fs = crawl.fs
-    final, hosts_final = crawl.path('index'), crawl.path('hosts')
-    if fs.exists(final):
-        return crawl.report.load_step('index')
-    rows_dir = crawl.path('index_rows')
-    tmp_index, tmp_hosts = crawl.path('tmp', 'index'), crawl.path('tmp', 'hosts')
-    fs.rm(tmp_index)
-    fs.rm(tmp_hosts)
-    counts = affected_index.build(crawl, tmp_index, tmp_hosts)
-    if counts:
-        # Its rows came from MRCurrent: the last full build's job step is not this one's.
-        fs.rm(crawl.report.step_path('indexrows'))
-        job, seconds = counts['counters'], counts['seconds']
-    else:
-        rows_step = crawl.run_step('indexrows', MRIndexRows, index_inputs(crawl, outs),
-                                   rows_dir)
-        start = time.monotonic()
-        counts = rows_to_parquet(fs, rows_dir, tmp_index, tmp_hosts)
-        job = rows_step['counters'].get(C.INDEX, {})
-        seconds = rows_step['seconds'] + time.monotonic() - start
-    step = {'counters': {C.INDEX: job}, 'rows': counts['rows'], 'hosts': counts['hosts'],
-            'files': counts['files'], 'row_groups': counts['row_groups'],
-            'bad_lines': counts['bad_lines'], 'seconds': round(seconds, 3)}
-    if counts['bad_lines']:
-        log.warning('index: %d line(s) of %s were not index records', counts['bad_lines'],
-                    rows_dir)
-    crawl.report.save_step('index', step)
-    # hosts/ first: index/ existing is what marks the whole step done.
-    fs.rm(hosts_final)
-    fs.rename(tmp_hosts, hosts_final)
-    fs.rename(tmp_index, final)
-    fs.rm(rows_dir)
-    return step
+def layer_dirs(fs, root):
+    """[(layer int, folder)] of a dataset partitioned as ``layer=NNN``."""
+    out = []
+    for name in fs.listdir(root):
+        if name.startswith('layer=') and name[6:].isdigit():
+            out.append((int(name[6:]), fs.join(root, name)))
+    return sorted(out)

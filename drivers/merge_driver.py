@@ -165,7 +165,7 @@ class MergeDriver:
         hosts/ are written, in a child beside the join. So does the index, when it runs
         in the driver's process (:meth:`index_beside`). A delta build joins only the
         layers new since the last build (:meth:`merge_delta`)."""
-        from drivers.index import build_index
+        from drivers.affected_index import build_index
         c = self.crawl
         layers = sorted(name for name in c.fs.listdir(c.path('out')) if name.isdigit())
         mode = self.start_build(build, layers)
@@ -200,7 +200,7 @@ class MergeDriver:
     def index_here(self, summaries, draw):
         """The index built in this process, and *draw* started in a child beside what
         follows: (its step dict, a Beside or None)."""
-        from drivers.index import build_index
+        from drivers.affected_index import build_index
         return (build_index(self.crawl, summaries),
                 draw and beside.start(draw, 'mrcrawl-report-charts'))
 
@@ -208,7 +208,7 @@ class MergeDriver:
         """Build the index in a child beside the join? When its job would run in the
         driver's process (inline, on the local runner): then the join and it each have a
         core. A job of the local runner's own tasks, or one on Hadoop, keeps its turn."""
-        from drivers.index import index_inputs
+        from drivers.affected_index import index_inputs
         from jobs.index_rows import MRIndexRows
         c = self.crawl
         return c.runner in ('local', 'inline') and not c.fs.exists(c.path('index')) and \

@@ -17,7 +17,7 @@ OUT/seeds/injected.json). Only the two newest crawl database versions are kept.
 import hashlib
 import json
 
-from drivers.affected import read_lines, write_lines
+from drivers.part_files import read_lines, write_lines
 from drivers.cycles import layer_name
 from jobs.lib import counters as C
 from jobs.lib.records import now_iso

@@ -38,6 +38,7 @@ import time
 from drivers import fs as fslib
 from drivers.report import Report
 from drivers.report_charts import TOP_HOSTS, charts, short
+from drivers.index import layer_dirs
 from drivers.report_harvest import harvest_section, scan_tasks
 from drivers.report_table import cell, html_table
 from jobs.lib import counters as C, records as R
@@ -56,15 +57,6 @@ def _read_json(fs, path):
         return json.loads(fs.read_text(path))
     except (OSError, ValueError):
         return None
-
-
-def layer_dirs(fs, root):
-    """[(layer int, folder)] of a dataset partitioned as ``layer=NNN``."""
-    out = []
-    for name in fs.listdir(root):
-        if name.startswith('layer=') and name[6:].isdigit():
-            out.append((int(name[6:]), fs.join(root, name)))
-    return sorted(out)
 
 
 def _batches(fs, folder, columns):

@@ -230,7 +230,7 @@ def test_merge_reads_the_pages_metadata_and_falls_back_to_their_text(site, tmp_p
     ref.prepare()
     ref.fs.rm(ref.path('merge_map'))
     os.symlink(os.path.join(out, 'merge_map'), ref.path('merge_map'))
-    from drivers.index import build_index
+    from drivers.affected_index import build_index
     build_index(ref, outs)
     key = lambda r: (r['url'], r['layer'])  # noqa: E731
     assert sorted(read_parquet_rows(ref.path('index')), key=key) == sorted(rows_meta, key=key)

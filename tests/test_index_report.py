@@ -151,7 +151,7 @@ def test_index_of_a_crawl_without_merge_map_joins_merged(crawled, tmp_path):
     """A crawl whose merge left merged/ but no merge_map/ (a one-job merge): build_index
     reads merged/ for duplicate_of and writes the same index."""
     from drivers.crawl import Crawl
-    from drivers.index import build_index
+    from drivers.affected_index import build_index
     _, src = crawled
     out = str(tmp_path / 'crawl')
     shutil.copytree(src, out)
