@@ -1,7 +1,7 @@
 # mrcrawl: `make help` lists the targets. Variables can be set on the command line:
 #   make crawl DEPTH=2 SEEDS=seeds/seeds.txt OUT=crawl RUNNER=local
 # RUNNER=hadoop uses the Hadoop your environment names (HADOOP_HOME, HADOOP_CONF_DIR,
-# `hadoop` on PATH: drivers/hadoop_locate.py); CLUSTER=test the project's test cluster
+# `hadoop` on PATH: drivers/runtime/hadoop_locate.py); CLUSTER=test the project's test cluster
 # (make hadoop-up) instead, and makes RUNNER=hadoop the default.
 SHELL  := /bin/bash
 PYTHON ?= python3.11

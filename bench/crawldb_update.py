@@ -24,6 +24,7 @@ sys.path.insert(0, ROOT)
 from jobs.lib import config  # noqa: E402
 from drivers.crawl import local_runner_args  # noqa: E402
 from jobs.optimize import MROptimize  # noqa: E402
+from drivers.runtime.launch import make_runner  # noqa: E402
 
 BASE_URLS, BASE_PAGES, LINKS = 20000, 2000, 20
 
@@ -61,7 +62,7 @@ def run(scale, runner, conf_path):
         job = MROptimize(['-r', runner, '--crawl-conf', conf_path, '--output-dir',
                           os.path.join(where, 'new')] + extra + [db_dir, out_dir])
         t0 = time.monotonic()
-        with job.make_runner() as r:
+        with make_runner(job) as r:
             r.run()
             counters = r.counters()
         seconds = time.monotonic() - t0

@@ -24,8 +24,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from drivers.crawl import local_runner_args  # noqa: E402
-from drivers.fixture_site import FixtureSite  # noqa: E402
+from drivers.fixtures.site import FixtureSite  # noqa: E402
 from jobs.lib import config  # noqa: E402
+from drivers.runtime.launch import make_runner  # noqa: E402
 
 SCRAPY_PYTHON = os.path.join(ROOT, 'bench', '.venv-scrapy', 'bin', 'python')
 
@@ -83,7 +84,7 @@ def run_mrcrawl(urls, delay, work, runner_args):
     job = MRFetch(['-r', 'local', '--crawl-conf', conf_path, '--output-dir', out]
                   + local_runner_args() + runner_args + [in_path])
     start = time.monotonic()
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         runner.run()
         docs = [v for _, v in job.parse_output(runner.cat_output())]
     seconds = time.monotonic() - start

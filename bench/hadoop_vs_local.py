@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from drivers.crawl import Crawl  # noqa: E402
-from drivers.fixture_site import FixtureSite  # noqa: E402
+from drivers.fixtures.site import FixtureSite  # noqa: E402
 from jobs.lib import config  # noqa: E402
 
 SETTINGS = ['security.allow_private_networks=true', 'politeness.delay=0.2']

@@ -5,7 +5,7 @@
 OUT is a finished crawl of a later cycle (default: the cpu4x refresh bench's,
 bench/work/out-refresh-cpu4x: `make bench-refresh POINT=cpu4x` makes it). Each job runs
 on the first MB of its input file (whole lines), on both runners with the crawl's own
-runner arguments (forked tasks, byte-range splits: drivers/runners.py), *runs* times;
+runner arguments (forked tasks, byte-range splits: drivers/runtime/runners.py), *runs* times;
 the medians go to bench/results/inline_vs_local.json. runner.uber_max_bytes (per step
 of a job, drivers/crawl.py runner_for) is set where the two meet. Nothing here is timed
 in tests.

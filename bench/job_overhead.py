@@ -70,9 +70,10 @@ def job_class(name):
 def run_once(name, runner, conf_path, db, tmp, extra=()):
     out = tempfile.mkdtemp(dir=tmp)
     shutil.rmtree(out)
+    from drivers.runtime.launch import make_runner
     job = job_class(name)(args=job_args(name, runner, conf_path, db, out, extra))
     t = time.monotonic()
-    with job.make_runner() as r:
+    with make_runner(job) as r:
         r.run()
     return time.monotonic() - t
 
@@ -91,7 +92,8 @@ def strace_job(name, conf_path, db, tmp, src):
         f.write('import sys\nsys.path.insert(0, %r)\nfrom job_overhead import job_class, job_args\n'
                 'def one(name, conf, db, out):\n'
                 '    job = job_class(name)(args=job_args(name, "local", conf, db, out))\n'
-                '    with job.make_runner() as r:\n        r.run()\n'
+                '    from drivers.runtime.launch import make_runner\n'
+                '    with make_runner(job) as r:\n        r.run()\n'
                 % os.path.dirname(os.path.abspath(__file__)))
     env['PYTHONPATH'] = tmp + os.pathsep + env['PYTHONPATH']
     t = time.monotonic()
@@ -165,9 +167,10 @@ def profile_local(name, conf_path, db, tmp, top=25):
     prof = cProfile.Profile()
     out = tempfile.mkdtemp(dir=tmp)
     shutil.rmtree(out)
+    from drivers.runtime.launch import make_runner
     job = job_class(name)(args=job_args(name, 'local', conf_path, db, out))
     prof.enable()
-    with job.make_runner() as r:
+    with make_runner(job) as r:
         r.run()
     prof.disable()
     s = io.StringIO()

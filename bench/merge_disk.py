@@ -35,6 +35,7 @@ from drivers.crawl import local_runner_args  # noqa: E402
 from jobs.lib import config  # noqa: E402
 from jobs.merge import MRMerge  # noqa: E402
 from jobs.merge_join import MRMergeJoin  # noqa: E402
+from drivers.runtime.launch import make_runner  # noqa: E402
 
 OLD_COMMIT = 'd2cde7f'
 VOCAB = ['w%d' % i for i in range(5000)]
@@ -132,7 +133,7 @@ def run_job(job_cls, conf_path, inputs, output, tmp):
     args = ['-r', 'local', '--crawl-conf', conf_path, '--output-dir', output,
             '--local-tmp-dir', tmp] + local_runner_args() + list(inputs)
     t0 = time.monotonic()
-    with job_cls(args=args).make_runner() as runner:
+    with make_runner(job_cls(args=args)) as runner:
         runner.run()
         counters = runner.counters()
     return time.monotonic() - t0, counters

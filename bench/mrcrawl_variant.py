@@ -9,7 +9,7 @@ Every ``--runner-opt`` is appended to the options of every job the driver starts
 import sys
 
 import drivers.crawl
-from drivers import cli
+from drivers.cli import main as cli
 
 
 def main(argv):

@@ -68,7 +68,8 @@ def main(argv=None):
     job_args += args.job_arg + [os.path.join(args.crawl, i) for i in args.inputs]
     code = ('import logging, sys; logging.basicConfig(level=logging.ERROR); '
             'from jobs.%s import %s as J; j = J(args=%r); '
-            'r = j.make_runner(); r.__enter__(); r.run(); r.__exit__(None, None, None)'
+            'from drivers.runtime.launch import make_runner; '
+            'r = make_runner(j); r.__enter__(); r.run(); r.__exit__(None, None, None)'
             % (MODULES.get(args.job, args.job), CLASSES[args.job], job_args))
     env = dict(os.environ)
     if args.src:

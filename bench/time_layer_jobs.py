@@ -53,7 +53,8 @@ def run_job(job, crawl, src, inputs, extra, layer):
                         os.path.join(crawl, i) for i in inputs]
     code = ('import logging; logging.basicConfig(level=logging.ERROR); '
             'from jobs.%s import %s as J; j = J(args=%r); '
-            'r = j.make_runner(); r.__enter__(); r.run(); r.__exit__(None, None, None)'
+            'from drivers.runtime.launch import make_runner; '
+            'r = make_runner(j); r.__enter__(); r.run(); r.__exit__(None, None, None)'
             % (mod, cls, args))
     t = time.monotonic()
     res = subprocess.run([PY, '-c', code], cwd=src, env=dict(os.environ, PYTHONPATH=src),

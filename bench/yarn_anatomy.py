@@ -36,6 +36,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
+from drivers.runtime.launch import make_runner
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -94,7 +95,7 @@ def timed_runner(runner):
 
 
 def hdfs_put_input(tmp, base):
-    from drivers.hdfs import WebHDFS
+    from drivers.runtime.hdfs import WebHDFS
     fs = WebHDFS.from_uri('hdfs:///')
     db = os.path.join(tmp, 'part-00000')
     with open(db, 'w') as f:
@@ -110,7 +111,7 @@ def hdfs_put_input(tmp, base):
 def run_mrcrawl_job(name, conf_path, inp, out):
     """One mrcrawl job on -r hadoop, with the driver's own runner arguments (made before
     the clock starts: a crawl makes them once)."""
-    from drivers import hadoop
+    from drivers.runtime import hadoop
     from drivers.crawl import TASK_ENV_ARGS
     from jobs.generate import MRGenerate
     from jobs.optimize import MROptimize
@@ -124,7 +125,7 @@ def run_mrcrawl_job(name, conf_path, inp, out):
         args += ['--max-depth', '3']
     job = cls(args=args + [inp])
     start = time.time()
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         timed_runner(runner)
         runner.run()
         t_cleanup = time.time()

@@ -66,7 +66,7 @@ def main():
     ap.add_argument('--set', action='append', default=[], metavar='SECTION.KEY=VALUE')
     ap.add_argument('--repeat', type=int, default=1)
     args = ap.parse_args()
-    from drivers import fs as fslib
+    from drivers.runtime import fs as fslib
     from drivers.crawl import Crawl
     from jobs.lib import config
     src = args.crawl.rstrip('/')

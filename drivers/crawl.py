@@ -9,10 +9,10 @@
         stop when L = depth, when in/L+1 is empty, or when OUT/STOP exists
     MergeDriver.merge            out/* -> merged/, index/   drivers/merge_driver.py
     HtmlToXmlDriver.xml          merged/ -> xml/            drivers/html_to_xml_driver.py
-    finish: report.json, report.html (drivers/report.py, drivers/report_html.py)
+    finish: report.json, report.html (drivers/reports/summary.py, drivers/reports/html.py)
 
 Each driver runs its jobs for a layer (listed in its docstring; with fetch.parse on, the
-parse runs inside the fetch). A cycle (drivers/cycles.py) is this loop once.
+parse runs inside the fetch). A cycle (drivers/folder/cycles.py) is this loop once.
 
 Each step writes to OUT/tmp/<step> (with the files its tasks passed), renamed into place
 once it succeeded and its counters are in OUT/steps/<step>.json. A step whose output
@@ -23,18 +23,21 @@ import json
 import logging
 import os
 import tempfile
-import time
 
-from drivers import beside, fs as fslib, hadoop, settings
 from drivers.crawler_driver import CrawlerDriver
-from drivers.cycles import Cycles, FolderError, LockHeld, layer_name, layer_rows
+from drivers.folder import settings
+from drivers.folder.cycles import Cycles, FolderError, LockHeld, layer_name, layer_rows
 from drivers.html_to_xml_driver import HtmlToXmlDriver
 from drivers.merge_driver import MergeDriver
 from drivers.optimizer_driver import OptimizerDriver
 from drivers.parser_driver import ParserDriver
-from drivers.report import Report
-from drivers.report_charts import preload_libraries
-from drivers.runners import TASK_ENV_ARGS, local_runner_args
+from drivers.reports.charts import preload_libraries
+from drivers.reports.html import chart_drawer, write_report_html
+from drivers.reports.summary import Report
+from drivers.runtime import beside, fs as fslib, hadoop
+from drivers.runtime.hdfs import webhdfs_address
+from drivers.runtime.runners import TASK_ENV_ARGS, local_runner_args
+from drivers.runtime.steps import CrawlError, StepRunner
 from drivers.seeds import NO_CRAWL, NoSeeds, gather
 from jobs.lib import counters as C, media, render, urls
 from jobs.lib.sites import entry_urls
@@ -42,19 +45,11 @@ from jobs.lib.sites import entry_urls
 log = logging.getLogger('mrcrawl')
 
 
-class CrawlError(Exception):
-    """A failure the user can act on: printed as one line, exit status 2."""
-
-
-class StepFailed(CrawlError):
-    pass
-
-
 class Stopped(Exception):
     """The STOP file ended the layer after the step it names."""
 
 
-class Crawl:
+class Crawl(StepRunner):
     def __init__(self, out, conf, runner='local', depth=3, progress=print, runner_args=(),
                  settings_changes=()):
         self.out = out.rstrip('/') if out != '/' else out
@@ -91,7 +86,7 @@ class Crawl:
     # -- setup ----------------------------------------------------------------------
 
     def prepare(self, existing=False):
-        """Refuse a folder that is not a crawl's (drivers/settings.py), or not new unless
+        """Refuse a folder that is not a crawl's (drivers/folder/settings.py), or not new unless
         *existing*; mark it, make its folders, write the settings."""
         try:
             settings.check_folder(self.out, existing)
@@ -154,111 +149,13 @@ class Crawl:
         self.optimizer.seeds_injected(text)
         return step
 
-    # -- running one job ------------------------------------------------------------
-
-    def run_step(self, name, job_cls, inputs, final, extra_args=(), runner=None,
-                 passed=None):
-        """Run *job_cls* over *inputs* into *final* unless it is already there (on
-        *runner*, else the one :meth:`runner_for` picks), with the files of *passed* (its
-        map tasks' --pass-dir: lines they wrote unshuffled; emptied before and after)."""
-        if self.fs.exists(final):
-            return self.report.load_step(name)
-        tmp = self.path('tmp', name)
-        for folder in filter(None, (tmp, passed)):     # an interrupted run's files
-            self.fs.rm(folder)
-        runner_name = runner or self.runner_for(job_cls, inputs, extra_args)
-        args = self.job_args(runner_name, tmp, extra_args, inputs)
-        start = time.monotonic()
-        try:
-            if hadoop.cut_for(job_cls, runner_name) and len(job_cls(args=args).steps()) > 1:
-                counters, runner_name = hadoop.run_cut(self, job_cls, tmp, extra_args, inputs)
-            else:
-                counters = self.run_job(job_cls, args)
-        except Exception as e:
-            # One line, whatever mrjob's message holds: the step, why, and how to rerun it.
-            raise StepFailed('step %s failed: %s: %s (job %s %s)' % (
-                name, type(e).__name__, ' '.join(str(e).split()), job_cls.__name__,
-                ' '.join(args)))
-        merged = C.merge_steps(counters)
-        step = {'counters': merged, 'seconds': round(time.monotonic() - start, 3),
-                'runner': runner_name}
-        self.report.save_step(name, step)
-        if not self.fs.exists(tmp):
-            self.fs.mkdirs(tmp)   # an empty result is still a result
-        for part in (self.fs.listdir(passed) if passed else ()):
-            if part.startswith('part-'):      # committed (a dead task's is .tmp-part-)
-                self.fs.rename(self.fs.join(passed, part), self.fs.join(tmp, part))
-        for folder in filter(None, (passed, final)):
-            self.fs.rm(folder)
-        self.fs.mkdirs(final.rsplit('/', 1)[0])
-        self.fs.rename(tmp, final)
-        self.fs.write_text(self.path('state.json'), json.dumps(
-            {'last_completed_step': name, 'output': final}))
-        return step
-
-    def job_args(self, runner_name, out, extra_args, inputs):
-        runner_args = self.runner_args if runner_name == self.runner else self.user_args
-        if runner_name == 'inline' and '--num-cores' not in runner_args:
-            # Inline tasks run one after another: a split for 2 cores only adds tasks.
-            runner_args = ['--num-cores', '1'] + runner_args
-        # --cleanup-on-failure ALL: mrjob keeps a failed job's temporary folder (a
-        # crawl's can hold gigabytes); the step's one-line error says why it failed.
-        return ['-r', runner_name, '--crawl-conf', self._conf_file, '--output-dir',
-                self.fs.local_path(out) if self.runner != 'hadoop' else out,
-                '--cleanup-on-failure', 'ALL'] + runner_args + self.reduce_args(
-                    runner_name, inputs) + list(extra_args) + list(inputs)
-
-    def reduce_args(self, runner_name, inputs):
-        """``--reducers`` (hadoop.reducers) for a YARN job too big for uber mode: its
-        steps whose reducers see every page use that many (CrawlJob.wide_reduce)."""
-        h = self.conf['hadoop']
-        if runner_name != 'hadoop' or \
-                self.input_bytes(inputs, h['uber_max_bytes']) <= h['uber_max_bytes']:
-            return []
-        return ['--reducers', str(h['reducers'])]
-
-    def input_bytes(self, inputs, limit):
-        """The inputs' total size, counted only until it passes *limit*."""
-        total = 0
-        for path in inputs:
-            total += self.fs.size(path)
-            if total > limit:
-                break
-        return total
-
-    @staticmethod
-    def run_job(job_cls, args):
-        with job_cls(args=args).make_runner() as runner:
-            runner.run()
-            return runner.counters()
-
-    #: Jobs runner_for never runs inline: fetch tasks run side by side (but fetch_inline).
-    NEVER_INLINE = ('MRFetch',)
-
-    def runner_for(self, job_cls, inputs, extra_args=()):
-        """The runner for one step: ``inline`` for a small job of a local-runner crawl
-        (at most runner.uber_max_bytes of input per step of the job: what inline saves
-        is each step's start of task processes and sort, while the local runner's tasks
-        share the work between cores) or of a Hadoop crawl (hadoop.local_max_bytes: the
-        job then reads and writes HDFS from the driver, drivers/hadoop.py), else the
-        crawl's runner. *extra_args*: the job's own, which can change its steps."""
-        limit = {'local': self.conf['runner']['uber_max_bytes'],
-                 'hadoop': self.conf['hadoop']['local_max_bytes']}.get(self.runner, 0)
-        if limit <= 0 or job_cls.__name__ in self.NEVER_INLINE:
-            return self.runner
-        if self.runner == 'local':
-            job = job_cls(args=list(extra_args))
-            job._conf = self.conf        # CrawlJob.conf: the resolved settings, as a task's
-            limit *= len(job.steps())
-        return self.runner if self.input_bytes(inputs, limit) > limit else 'inline'
-
     # -- the loop -------------------------------------------------------------------
 
     def stop_requested(self):
         return self.fs.exists(self.path('STOP'))
 
     def run(self, seeds_path=None, at=None):
-        """One crawl cycle (drivers/cycles.py), then the final outputs for the whole
+        """One crawl cycle (drivers/folder/cycles.py), then the final outputs for the whole
         crawl. The first cycle starts from *seeds_path*; a later one from what the
         crawl database holds that is new within the depth or due at *at* (default:
         now), plus the seeds it does not know. An unfinished cycle is resumed."""
@@ -271,7 +168,7 @@ class Crawl:
 
     @contextlib.contextmanager
     def locked(self, existing=False):
-        """Prepare the folder and hold its lock (drivers/cycles.py) while the body runs;
+        """Prepare the folder and hold its lock (drivers/folder/cycles.py) while the body runs;
         yields its Cycles. Another run's lock, or a folder of an incompatible layout,
         is a CrawlError."""
         self.prepare(existing)
@@ -445,7 +342,6 @@ class Crawl:
         """MergeDriver and HtmlToXmlDriver over every layer of every cycle, as *build*
         (default: the cycle's number), and the delta since the last build. report.html's
         charts are drawn beside the merge join, once the index they read is written."""
-        from drivers.report_html import chart_drawer
         build = build or '%03d' % cycle['cycle']
         merge, index, sources, charts = self.merger.merge(
             cycle['cycle'], build, chart_drawer(self.out, self.conf, layer_rows(cycles.all())))
@@ -471,21 +367,19 @@ class Crawl:
         absolute local path, or the hdfs:// URI with the WebHDFS address and user they
         go through (CrawlJob.add_webhdfs_args)."""
         if self.runner == 'hadoop' or path.startswith('hdfs://'):
-            from drivers.hdfs import webhdfs_address
             url, user = webhdfs_address()
             return [option, path, '--webhdfs-url', url, '--hdfs-user', user]
         return [option, os.path.abspath(self.fs.local_path(path))]
 
     def finish(self, cycles, merge=None, xml=None, stopped=False, index=None, charts=None):
         """report.json (every cycle's layers) and report.html (*charts*: its charts as
-        drawn beside the merge, drivers/beside.py); OUT/tmp goes."""
+        drawn beside the merge, drivers/runtime/beside.py); OUT/tmp goes."""
         done = cycles.all()
         build = self.merger.built() if merge is not None else None
         report = self.report.write(layer_rows(done), merge, xml, stopped, index, done, build,
                                    self.merger.outputs() if merge is not None else None)
         self.progress(self.report.format_summary(report))
         try:
-            from drivers.report_html import write_report_html
             pngs = None
             if charts is not None:
                 try:

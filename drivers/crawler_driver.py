@@ -7,7 +7,7 @@
            crawldb/L-1)         + meta/L  with fetch.parse it parses each page too, and
                                           writes the WARC files and meta/L, the pages
                                           without their text, itself, and changes/L
-                                          (drivers/affected_current.py); the crawl
+                                          (drivers/later/affected_current.py); the crawl
                                           database names the URLs requested before)
       or, with fetch.parse = false:
     fetch  in/L (+ ...)      -> doc/L    (MRFetch: documents with their bodies)
@@ -16,7 +16,7 @@
 It also decides where the fetch runs: in the driver's process for a small layer (of a
 local crawl or, fewer URLs than a YARN job is worth, of a Hadoop crawl), as one fetch
 list for a small layer on YARN, else as fetch.reducers lists
-(on YARN, the lists of a small layer are made in the driver: drivers/hadoop.py run_cut).
+(on YARN, the lists of a small layer are made in the driver: drivers/runtime/hadoop.py run_cut).
 Politeness between layers is kept by the fetch tasks themselves: robots/L holds when each
 politeness key's last request of layer L ended (``pace`` records), and a later layer's
 lists join it, so a key's first request waits out the delay from there. The next layer
@@ -27,10 +27,13 @@ import time
 
 import orjson
 
-from drivers import hadoop
-from drivers.part_files import read_lines, write_lines
-from drivers.cycles import layer_name
+from drivers.folder.cycles import layer_name
+from drivers.runtime import hadoop
+from drivers.runtime.part_files import read_lines, write_lines
+from jobs.fetch import MRFetch
 from jobs.lib import counters as C, keyqueue, plan
+from jobs.plan_fetch import MRPlanFetch
+from jobs.warc import MRWarc
 
 
 class CrawlerDriver:
@@ -49,8 +52,6 @@ class CrawlerDriver:
     def fetch(self, layer, urls_in, hosts_in, steps):
         """Plan (if needed), fetch and, without fetch.parse, archive layer *layer*; each
         step's dict goes into *steps* by kind."""
-        from jobs.fetch import MRFetch
-        from jobs.warc import MRWarc
         c, L = self.crawl, layer_name(layer)
         args = ['--layer', str(layer)]
         # The crawl database too: each key's list names the URLs it has requested, so a
@@ -213,7 +214,6 @@ class CrawlerDriver:
         """plan/L, placed in the driver from plan_sums/L when this run's generate wrote
         in/L with them (every task commits its file before the job succeeds); else (the
         seeds' layer, a resumed run, whose settings may differ) made by MRPlanFetch."""
-        from jobs.plan_fetch import MRPlanFetch
         c = self.crawl
         final, sums = c.path('plan', L), c.path('plan_sums', L)
         if c.fs.exists(final) or L not in self.summed or not c.fs.exists(sums):

@@ -9,6 +9,7 @@
                                                           since the last build, with
                                                           deletion documents)
 """
+from jobs.html_to_xml import MRHtmlToXml
 
 
 class HtmlToXmlDriver:
@@ -16,12 +17,10 @@ class HtmlToXmlDriver:
         self.crawl = crawl
 
     def xml(self):
-        from jobs.html_to_xml import MRHtmlToXml
         c = self.crawl
         return c.run_step('xml', MRHtmlToXml, [c.path('merged')], c.path('xml'))
 
     def delta(self, build, records):
-        from jobs.html_to_xml import MRHtmlToXml
         c = self.crawl
         xml = c.fs.join(c.path('delta', build), 'xml')
         step = c.run_step('delta-%s-xml' % build, MRHtmlToXml, [records], xml)

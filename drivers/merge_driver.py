@@ -11,7 +11,7 @@ MergeDriver), after each cycle or reparse.
               + merge_map/                             links to each page's group, Nutch's
                                                        invertlinks, under its leader)
     index     meta/* or current/       -> index/, hosts/  (MRIndexRows, then Parquet:
-              + merge_map/                             drivers/index.py)
+              + merge_map/                             drivers/later/index.py)
     mergejoin merge_map/, anchors/     -> merged/, xml/,  (MRMergeJoin: the page text joined
               + out/* (+ prev_signatures/)  signatures/,    once; its tasks write every
                                           delta/BUILD     output themselves: the merged
@@ -36,8 +36,15 @@ them behind brings them up to date.
 import json
 import logging
 
-from drivers import affected, affected_anchors, affected_current, affected_index, beside
+from drivers.later import affected, affected_anchors, affected_current, affected_index
+from drivers.later.affected_index import build_index, index_inputs
+from drivers.runtime import beside
+from jobs.anchors import MRAnchors
+from jobs.delta import MRDelta
+from jobs.index_rows import MRIndexRows
 from jobs.lib import counters as C
+from jobs.merge import MRMerge
+from jobs.merge_join import MRMergeJoin
 
 log = logging.getLogger('mrcrawl')
 
@@ -160,12 +167,11 @@ class MergeDriver:
     def merge(self, cycle, build, draw=None):
         """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
         the index step, what the merge read of the pages: the summaries MRDelta reads
-        each URL's current fetch from, and *draw*'s value to come: a drivers.beside
+        each URL's current fetch from, and *draw*'s value to come: a drivers.runtime.beside
         Beside or Done, or None). *draw*, report.html's charts, runs once index/ and
         hosts/ are written, in a child beside the join. So does the index, when it runs
         in the driver's process (:meth:`index_beside`). A delta build joins only the
         layers new since the last build (:meth:`merge_delta`)."""
-        from drivers.affected_index import build_index
         c = self.crawl
         layers = sorted(name for name in c.fs.listdir(c.path('out')) if name.isdigit())
         mode = self.start_build(build, layers)
@@ -200,7 +206,6 @@ class MergeDriver:
     def index_here(self, summaries, draw):
         """The index built in this process, and *draw* started in a child beside what
         follows: (its step dict, a Beside or None)."""
-        from drivers.affected_index import build_index
         return (build_index(self.crawl, summaries),
                 draw and beside.start(draw, 'mrcrawl-report-charts'))
 
@@ -208,8 +213,6 @@ class MergeDriver:
         """Build the index in a child beside the join? When its job would run in the
         driver's process (inline, on the local runner): then the join and it each have a
         core. A job of the local runner's own tasks, or one on Hadoop, keeps its turn."""
-        from drivers.affected_index import index_inputs
-        from jobs.index_rows import MRIndexRows
         c = self.crawl
         return c.runner in ('local', 'inline') and not c.fs.exists(c.path('index')) and \
             c.runner_for(MRIndexRows, index_inputs(c, summaries)) == 'inline'
@@ -281,8 +284,7 @@ class MergeDriver:
 
     def merge_all(self, summaries):
         """MRMerge over every page: merge_map/, and merge_keys/ for a later build's
-        affected merge (drivers/affected.py)."""
-        from jobs.merge import MRMerge
+        affected merge (drivers/later/affected.py)."""
         c = self.crawl
         if not c.fs.exists(c.path('merge_map')):
             c.fs.rm(affected.keys_side(c))
@@ -294,7 +296,6 @@ class MergeDriver:
     def anchors(self, summaries):
         """MRAnchors: the pages' links (*summaries*, what MRMerge read) + merge_map/ ->
         anchors/, each group's in-link anchors under its leader: its step dict."""
-        from jobs.anchors import MRAnchors
         c = self.crawl
         if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
             return {'counters': {}, 'seconds': 0.0}     # merged/ by a one-job merge
@@ -428,7 +429,6 @@ class MergeDriver:
     def run_join(self, inputs, args, sides):
         """MRMergeJoin, whose output (tmp/joined) is empty: it writes side files. (Run
         now, not in an earlier run; its step dict.)"""
-        from jobs.merge_join import MRMergeJoin
         c = self.crawl
         joined = c.path('tmp', 'joined')
         fresh = not c.fs.exists(joined)
@@ -453,7 +453,6 @@ class MergeDriver:
         """prev_signatures/ + merged/ -> delta/BUILD/records, when there is an earlier
         build to compare with and the join did not write its delta (it was done in an
         earlier run): the records' folder, else None."""
-        from jobs.delta import MRDelta
         c = self.crawl
         previous = self.previous()
         if not previous or c.fs.exists(c.fs.join(c.path('delta', build), 'xml')):

@@ -17,10 +17,13 @@ OUT/seeds/injected.json). Only the two newest crawl database versions are kept.
 import hashlib
 import json
 
-from drivers.part_files import read_lines, write_lines
-from drivers.cycles import layer_name
+from drivers.folder.cycles import layer_name
+from drivers.runtime.part_files import read_lines, write_lines
+from jobs.generate import MRGenerate
 from jobs.lib import counters as C
 from jobs.lib.records import now_iso
+from jobs.optimize import MROptimize
+from jobs.pagerank import MRPageRank
 
 
 class OptimizerDriver:
@@ -38,7 +41,6 @@ class OptimizerDriver:
         task again (MROptimize --layer-pages): the db line of a URL none of its pages
         names leaves the mapper as read, unshuffled, as the reducer would write it. So
         the update of a layer of 199 pages does not sort a database of 90,000 URLs."""
-        from jobs.optimize import MROptimize
         c, L = self.crawl, layer_name(layer)
         db_in = [c.path('crawldb', layer_name(layer - 1))] if layer else []
         meta, final = c.crawler.meta_whole(L), c.path('crawldb', L)
@@ -62,8 +64,6 @@ class OptimizerDriver:
     def generate(self, layer, steps, resources_only=False):
         """crawldb/L (+ its PageRank) -> in/L+1: the URLs of the next layer (only the
         secondary resources after a cycle's last layer, *resources_only*)."""
-        from jobs.generate import MRGenerate
-        from jobs.pagerank import MRPageRank
         c, L = self.crawl, layer_name(layer)
         nxt = layer_name(layer + 1)
         opt = steps['optimize']['counters'].get(C.OPTIMIZE, {})
@@ -100,7 +100,6 @@ class OptimizerDriver:
     def cycle_generate(self, cycle, seeds_path):
         """A later cycle's first layer: crawldb -> in/FIRST (MRGenerate in cycle mode:
         unfetched within the depth, due again at the cycle's time, new seeds)."""
-        from jobs.generate import MRGenerate
         c = self.crawl
         first = cycle['first_layer']
         inputs = [c.path('crawldb', layer_name(first - 1))]

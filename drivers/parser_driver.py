@@ -8,8 +8,10 @@ With fetch.parse on (the default) the fetch job parses each page as it arrives a
 writes out/L itself, so a layer has no parse job and no doc/: the parse then runs
 inside CrawlerDriver's fetch, and :meth:`ParserDriver.parse` has nothing to do.
 """
-from drivers.cycles import layer_name
+from drivers.folder.cycles import layer_name
 from jobs.lib import counters as C
+from jobs.parse import MRParse
+from jobs.reparse import MRReparse
 
 
 class ParserDriver:
@@ -18,7 +20,6 @@ class ParserDriver:
 
     def parse(self, layer, steps):
         """doc/L -> out/L, unless the fetch parsed (no doc/L)."""
-        from jobs.parse import MRParse
         c, L = self.crawl, layer_name(layer)
         if c.fs.exists(c.path('doc', L)):
             c.layer_step(steps, 'parse', 'parse-' + L, MRParse, [c.path('doc', L)],
@@ -27,7 +28,6 @@ class ParserDriver:
     def reparse(self, build):
         """Every layer's out/ parsed again from its stored bodies (MRReparse) into
         reparsed/, then swapped in once all layers are done."""
-        from jobs.reparse import MRReparse
         c = self.crawl
         layers = [n for n in c.fs.listdir(c.path('out')) if n.isdigit()]
         c.progress('reparse: %d layer(s) from the stored pages, as %s' % (len(layers), build))

@@ -7,7 +7,7 @@ reported with their line numbers; good ones are normalised and de-duplicated. Th
 configured sites' entry URLs (jobs.lib.sites) join them: :func:`gather`.
 """
 from jobs.lib import urls
-
+from jobs.lib.sites import entry_urls
 
 #: A new crawl folder with neither a seeds file nor sites' entry URLs.
 NO_CRAWL = '%s holds no crawl yet: give --seeds, or sites with entry URLs (--sites DIR)'
@@ -103,7 +103,6 @@ def gather(seeds_path, conf):
     """The seeds file's URLs (when *seeds_path* is given) and the entry URLs of the
     sites in *conf*: a SeedReport. NoSeeds when the file cannot be read or no valid
     URL comes of both."""
-    from jobs.lib.sites import entry_urls
     seeds = SeedReport()
     if seeds_path:
         try:

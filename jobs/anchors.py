@@ -28,7 +28,7 @@ Why not in MRMerge: the anchors are most of what a merge would carry (in a group
 summaries through its six shuffles, folded at every step), while only the group a URL
 ends in decides where its anchors go. Here they cross two shuffles, never folded.
 
-With ``--only FILE`` (a later build: drivers/affected_anchors.py) it inverts only the
+With ``--only FILE`` (a later build: drivers/later/affected_anchors.py) it inverts only the
 links to the URLs FILE names as targets and writes only the records of the members it
 names: every URL that can send anchors to such a member is a target there, so each
 record written is the one a whole run would write. A link to another URL is passed
@@ -45,7 +45,6 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, merging as M
-
 
 #: Links a mapper holds, combined by target, before it sends them on: a bound on its
 #: memory (a few hundred bytes a link).

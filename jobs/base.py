@@ -11,19 +11,19 @@ import time
 import orjson
 from mrjob.job import MRJob
 
-from jobs.lib import config, counters as C
+from jobs.lib import config, counters as C, sidefile
 
-#: The largest map split on Hadoop, which drivers/hadoop.py's input format reads.
+#: The largest map split on Hadoop, which drivers/runtime/hadoop.py's input format reads.
 SPLIT_MAX_BYTES = 'mapreduce.input.fileinputformat.split.maxsize'
 #: A step's jobconf with this setting reads each input file whole, as one map task, on
-#: every runner (Hadoop's FileInputFormat, drivers/runners.py and drivers/hadoop.py):
+#: every runner (Hadoop's FileInputFormat, drivers/runtime/runners.py and drivers/runtime/hadoop.py):
 #: MRFetch's fetch step, whose files are its fetch lists.
 SPLIT_MIN_BYTES = 'mapreduce.input.fileinputformat.split.minsize'
 WHOLE_FILES = {SPLIT_MIN_BYTES: str(2 ** 63 - 1)}
 #: A step's jobconf with this setting has one reduce task per distinct first field of
 #: the key (``LABEL REST``) on every runner (Hadoop: KeyFieldBasedPartitioner ``-k1,1``
 #: with a label whose hash is the wanted partition, jobs.lib.plan.label_for;
-#: drivers/runners.py: its sorted input cut where the first field changes).
+#: drivers/runtime/runners.py: its sorted input cut where the first field changes).
 KEY_PARTITIONS = 'mapreduce.partition.keypartitioner.options'
 
 
@@ -98,7 +98,7 @@ class CrawlJob(MRJob):
     COUNTER_GROUP = 'mrcrawl'
     #: Which steps of a multi-step job a Hadoop crawl runs on YARN even when their input
     #: is small: the ``first`` (the others in the driver if small) or the ``last`` (the
-    #: ones before it in the driver if small). drivers/hadoop.py run_cut.
+    #: ones before it in the driver if small). drivers/runtime/hadoop.py run_cut.
     YARN_STEPS = 'first'
 
     def configure_args(self):
@@ -111,7 +111,7 @@ class CrawlJob(MRJob):
                               'e.g. 0:1 or 1:); where the range cuts the job, input or '
                               'output are the shuffle\'s key<TAB>value lines. A Hadoop '
                               'crawl cuts a job whose first step hands on little '
-                              '(drivers/hadoop.py run_cut). Default: every step.')
+                              '(drivers/runtime/hadoop.py run_cut). Default: every step.')
         self.add_passthru_arg('--reducers', type=int, default=0,
                               help='Hadoop: reduce tasks of the steps whose reducers see '
                               'every page or URL (the driver gives hadoop.reducers to a '
@@ -135,7 +135,6 @@ class CrawlJob(MRJob):
         """This task's side file in *folder* (jobs.lib.sidefile.LineSink): one per task,
         named by *prefix* and its partition (a map task's prefix apart from the reduce
         tasks'), committed by the task at its end."""
-        from jobs.lib import sidefile
         part = int(os.environ.get('mapreduce_task_partition') or 0)
         return sidefile.LineSink(folder, '%s%05d' % (prefix, part), self.options.webhdfs_url,
                                  self.options.hdfs_user)
@@ -189,23 +188,6 @@ class CrawlJob(MRJob):
                 else config.load()
         return self._conf
 
-    def _runner_class(self):
-        """``-r local`` runs drivers.runners.LocalRunner (no in-memory sort fallback,
-        splits by byte ranges), ``-r inline`` its InlineRunner (input files read where
-        they are). Imported here, in the driver: tasks never load the runners."""
-        if self.options.runner == 'inline' and any(
-                p.startswith('hdfs://') for p in self.options.args + [self.options.output_dir or '']):
-            from drivers.hadoop import StagedInlineRunner  # a small job of a Hadoop crawl
-            return StagedInlineRunner
-        if self.options.runner in ('local', 'inline'):
-            from drivers import runners
-            return runners.LocalRunner if self.options.runner == 'local' \
-                else runners.InlineRunner
-        if self.options.runner == 'hadoop':
-            from drivers.hadoop import HadoopRunner   # HDFS calls over WebHDFS
-            return HadoopRunner
-        return super()._runner_class()
-
     def jobconf(self):
         """Per-job Hadoop settings that a stock cluster would otherwise choose (the
         command line's --jobconf still wins):
@@ -218,7 +200,7 @@ class CrawlJob(MRJob):
         - uber mode for jobs whose input is at most hadoop.uber_max_bytes: Hadoop then
           runs them inside the ApplicationMaster when they also have at most one
           reducer, saving a container start per task;
-        - map splits of at most hadoop.split_max_bytes (drivers/hadoop.py combines the
+        - map splits of at most hadoop.split_max_bytes (drivers/runtime/hadoop.py combines the
           input files into them).
         """
         mine = {'mapreduce.map.speculative': 'false',
@@ -236,14 +218,6 @@ class CrawlJob(MRJob):
                 mine[SPLIT_MAX_BYTES] = str(split)
         mine.update(super().jobconf())
         return mine
-
-    def _runner_kwargs(self):
-        """mrjob hands the job's class to the inline runner only; the local runner forks
-        its tasks from it too (drivers.runners.LocalRunner)."""
-        kwargs = super()._runner_kwargs()
-        if self.options.runner == 'local' and 'mrjob_cls' not in kwargs:
-            kwargs['mrjob_cls'] = self.__class__
-        return kwargs
 
     #: Seconds between two reports of a task's summed counters (Hadoop streaming counts
     #: a counter line as progress; its task timeout is minutes).

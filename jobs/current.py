@@ -20,16 +20,16 @@ it reads the last build's current/ and the layers new since it only (MergeDriver
 (jobs.lib.merging.current_key), so the greatest of the old greatest and the new fetches
 is the same, and the job's cost follows the crawl's size, not its number of cycles.
 
-With ``--keys`` and ``--pass-dir`` (a later build: drivers/affected_current.py) only
+With ``--keys`` and ``--pass-dir`` (a later build: drivers/later/affected_current.py) only
 the fetches of the URLs the keys name are shuffled: a fetch up to ``--since`` of any
 other URL is that URL's only fetch there and none is newer (but a 304 over its page),
 so the mapper writes it into the pass folder as it read it; the driver moves those
 files into current/. Counter ``current_unshuffled_total``.
 
 With ``--since``, side files name what a later build's affected steps follow:
-``--changed-dir`` the merge's (drivers/affected.py), ``--links-dir`` the anchors'
-(drivers/affected_anchors.py), ``--rows-dir`` the index rows made anew
-(drivers/affected_index.py).
+``--changed-dir`` the merge's (drivers/later/affected.py), ``--links-dir`` the anchors'
+(drivers/later/affected_anchors.py), ``--rows-dir`` the index rows made anew
+(drivers/later/affected_index.py).
 
 Counters: ``current_total`` (URLs), ``superseded_total`` (fetches replaced by a later
 one of the same URL), ``current_read_total`` (fetches read), ``current_new_total`` (with
@@ -47,7 +47,6 @@ from mrjob.step import MRStep
 from jobs.base import CrawlJob, JSONKeyRawValueProtocol, RawLineProtocol
 from jobs.index_rows import index_row
 from jobs.lib import affected, counters as C, merging as M, records as R
-
 
 #: A record holding these is parsed and written again without them.
 _BODY, _RAW_BODY = b'"body":', b'"raw_body":'
@@ -76,7 +75,7 @@ class MRCurrent(CrawlJob):
         self.add_passthru_arg('--links-dir', default=None,
                               help='With --since: also write, into this folder (one file '
                               'per reduce task), what the anchors of a later build '
-                              'follow (drivers/affected_anchors.py): {url, final} for '
+                              'follow (drivers/later/affected_anchors.py): {url, final} for '
                               'each URL whose current fetch ended at another URL, and '
                               '{url, finals, targets} for each URL whose current fetch '
                               'changed: the URLs its old and new fetch ended at and the '
@@ -87,7 +86,7 @@ class MRCurrent(CrawlJob):
                               'per reduce task), the index row (jobs.index_rows) of each '
                               'URL whose current fetch changed or that had several '
                               'fetches up to --since (the last index has a row for each): '
-                              'the rows drivers/affected_index.py makes anew. Default: off.')
+                              'the rows drivers/later/affected_index.py makes anew. Default: off.')
         self.add_file_arg('--keys', help='With --since and --pass-dir: JSON lines, the URLs '
                           'whose fetches must meet in the shuffle (drivers/'
                           'affected_current.py). A fetch up to --since of any other URL '

@@ -75,8 +75,8 @@ import zlib
 from mrjob.step import MRStep
 
 from jobs.base import KEY_PARTITIONS, WHOLE_FILES, CrawlJob
-from jobs.lib import counters as C, fetcher, follow, keyqueue, plan, politeness, \
-    records as R, robots
+from jobs.lib import (counters as C, fetcher, follow, keyqueue, parsepage, plan, politeness,
+                      records as R, robots)
 from jobs.lib.merging import mark_kept
 from jobs.lib.netpolicy import Resolver
 from jobs.lib.render import Renderer
@@ -423,7 +423,6 @@ class MRFetch(CrawlJob):
 
     def _page_parser(self):
         if self.parser is None:
-            from jobs.lib import parsepage
             self.parser = parsepage.PageParser(self.conf, self._count_parse)
         return self.parser
 

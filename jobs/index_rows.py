@@ -3,7 +3,7 @@
 Reads ``page`` records of every layer (out/*), ``merge_map`` records (merge_map/, MRMerge;
 ``merged`` records of merged/ serve as well, for a crawl whose merge left no merge_map/)
 and, when WARC files were written, ``warc_index`` records (warc_index/*, MRWarc). Writes
-two kinds of records (index_rows/, which drivers/index.py turns into Parquet, OUT/index/
+two kinds of records (index_rows/, which drivers/later/index.py turns into Parquet, OUT/index/
 and OUT/hosts/, then removes):
 
 - ``index_row``: one per page record, i.e. one per URL of every layer's in/ whatever its

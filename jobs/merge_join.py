@@ -46,6 +46,7 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, deltas as D, merging as M, records as R, taskfiles
+from jobs.lib.xmlpage import doc_key_value
 
 #: What MRMerge's map record adds to (or puts in place of) the page's own fields (its
 #: ``anchors`` are MRAnchors', set by :meth:`MRMergeJoin.gather`).
@@ -107,7 +108,7 @@ class MRMergeJoin(CrawlJob):
         self.add_file_arg('--only', help='JSON lines, one URL each: with --incremental, '
                           'join only these URLs (a value keyed by another is dropped), '
                           'and write only their signatures: the driver keeps the other '
-                          'pages\' (drivers/affected_anchors.py). Default: every URL.')
+                          'pages\' (drivers/later/affected_anchors.py). Default: every URL.')
         self.add_passthru_arg('--crawl-root', default=None,
                               help='The crawl folder the signatures\' record places are '
                               'relative to (local path or hdfs:// URI).')
@@ -121,7 +122,6 @@ class MRMergeJoin(CrawlJob):
 
     def reducer_init_xml(self):
         """The side files this reduce task writes: xml/, signatures/, delta/."""
-        from jobs.lib.xmlpage import doc_key_value
         o = self.options
         self.doc_key_value = doc_key_value
         self.xml = self.signatures = self.delta_records = self.delta_xml = None

@@ -21,7 +21,8 @@ import base64
 from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
-from jobs.lib import counters as C, encoding, records as R
+from jobs.lib import counters as C, encoding, parsepage, records as R, warcfile
+
 
 class MRReparse(CrawlJob):
     COUNTER_GROUP = C.REPARSE
@@ -37,7 +38,6 @@ class MRReparse(CrawlJob):
         return [MRStep(mapper_init=self.mapper_init_parser, mapper=self.mapper_reparse)]
 
     def mapper_init_parser(self):
-        from jobs.lib import parsepage
         self.parser = parsepage.PageParser(self.conf, lambda n, a=1: self.count(n, a, C.PARSE))
         self.parse_fields = parsepage.PARSE_FIELDS
 
@@ -62,7 +62,6 @@ class MRReparse(CrawlJob):
             return doc
         if page.get('warc_type') != 'response' or not page.get('warc_filename'):
             return None
-        from jobs.lib import warcfile
         o = self.options
         try:
             stored = warcfile.read_payload(o.crawl_root, page, o.webhdfs_url, o.hdfs_user)

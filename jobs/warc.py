@@ -44,13 +44,12 @@ from jobs.base import CrawlJob
 from jobs.lib import counters as C, records as R, warcfile
 
 
-
 class MRWarc(CrawlJob):
     COUNTER_GROUP = C.WARC
     # Two attempts of one split at once would race on the same file name.
     JOBCONF = {'mapreduce.map.speculative': 'false'}
     # One split per file and block, so that each is named after its input file (not
-    # the CombineTextInputFormat drivers/hadoop.py gives the other jobs).
+    # the CombineTextInputFormat drivers/runtime/hadoop.py gives the other jobs).
     HADOOP_INPUT_FORMAT = 'org.apache.hadoop.mapred.TextInputFormat'
 
     def configure_args(self):

@@ -9,7 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from drivers.fixture_site import FixtureSite  # noqa: E402
+from drivers.fixtures.site import FixtureSite  # noqa: E402
 from jobs.lib import config  # noqa: E402
 
 #: Settings every test crawl uses: loopback must be allowed, delays short.

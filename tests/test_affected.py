@@ -1,5 +1,5 @@
 """A later build merges only the pages its change affects (jobs.lib.affected,
-drivers/affected.py), and the result is the merge of the whole crawl."""
+drivers/later/affected.py), and the result is the merge of the whole crawl."""
 import pytest
 import io
 import json
@@ -7,12 +7,13 @@ import os
 
 import orjson
 
-from drivers.fixture_site import _links, _near_page, _page
+from drivers.fixtures.site import _links, _near_page, _page
 from drivers.crawl import Crawl
-from drivers.affected import ROW_SCHEMA, Closure, read_rows
+from drivers.later.affected import ROW_SCHEMA, Closure, read_rows
 from jobs.lib import affected as A, counters as C, simhash
 from tests.conftest import crawl_site, read_records, test_conf
 from tests.test_jobs import run_job
+from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.unit
 
@@ -59,8 +60,8 @@ def _dataset(folder, key):
 def _check_equals_a_full_index(out, conf_file, current, tmp):
     """index/ and hosts/ of *out*'s last build (the last index, less the rows MRCurrent
     made anew, with the folds that changed) are what MRIndexRows makes of every URL."""
-    from drivers import fs
-    from drivers.index import rows_to_parquet
+    from drivers.runtime import fs
+    from drivers.later.index import rows_to_parquet
     from jobs.index_rows import MRIndexRows
     step = json.load(open(os.path.join(out, 'steps', 'index.json')))
     n = step['counters']['index']
@@ -216,7 +217,7 @@ def test_an_affected_merge_stopped_before_its_merge_map_resumes_to_the_same(
     """The run stops once merge_keys/ is written, before merge_map/: the next run merges
     the affected set again from the kept last build and gets the full merge's map."""
     import pytest
-    from drivers import affected
+    from drivers.later import affected
     conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
     out, _ = crawl_site(site, tmp_path, conf, depth=2)
     site.overrides['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
@@ -244,7 +245,7 @@ def test_the_anchors_closure_takes_every_url_that_ends_at_a_member():
     """drivers/affected_anchors.closure: a changed page P links to C; R redirects to C,
     so the links to R are inverted too; P's new final URL F redirects on to G, which
     becomes a member; a redirect to a URL nothing touches stays out."""
-    from drivers.affected_anchors import closure, member_of
+    from drivers.later.affected_anchors import closure, member_of
     rows = [{'url': 'P', 'finals': ['F', 'P'], 'targets': ['C']},
             {'url': 'P', 'final': 'F'}, {'url': 'F', 'final': 'G'},
             {'url': 'R', 'final': 'C'}, {'url': 'S', 'final': 'T'}]
@@ -347,8 +348,9 @@ def test_an_index_row_made_anew_keeps_the_fold_of_its_url_s_earlier_rows(tmp_pat
     (the folds name it), /w is new and folded into /x."""
     import pyarrow.dataset as ds
     from types import SimpleNamespace
-    from drivers import affected_index, fs
-    from drivers.index import rows_to_parquet
+    from drivers.later import affected_index
+    from drivers.runtime import fs
+    from drivers.later.index import rows_to_parquet
     from jobs.index_rows import index_row
     base = 'http://127.0.0.1:1/'
     x, u, v, w = (base + p for p in ('x', 'u', 'v', 'w'))
@@ -469,7 +471,7 @@ def test_mrcurrent_passes_each_current_record_on_as_it_was_read(tmp_path):
     lines = [orjson.dumps(r) for r in (older, meta, bodied)] + [
         b'{"kind":"page","url":"' + base.encode() + b'c","status":']
     job.sandbox(stdin=io.BytesIO(b'\n'.join(lines) + b'\n'))
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         runner.run()
         raw = b"".join(runner.cat_output())
         out = sorted(raw.splitlines())

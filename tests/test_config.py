@@ -114,7 +114,7 @@ def test_a_component_that_cannot_load_stops_the_crawl_at_start(tmp_path, monkeyp
                                                                 line):
     """A configured component whose module cannot be imported (simulated: None in
     sys.modules) stops `mrcrawl crawl` before anything is made: one line, status 2."""
-    from drivers import cli
+    from drivers.cli import main as cli
     monkeypatch.setitem(sys.modules, module, None)
     monkeypatch.setattr(config, '_LOADED', set())
     status = cli.main(_crawl_argv(tmp_path, setting))
@@ -141,7 +141,7 @@ def test_trafilatura_without_lxml_html_clean_is_one_line_at_start(tmp_path):
     lxml_html_clean missing, trafilatura cannot import lxml.html.clean. The crawl used to
     run and give every page an empty main text; now it does not start."""
     code = ('import sys; sys.modules["lxml_html_clean"] = None\n'
-            'from drivers import cli\n'
+            'from drivers.cli import main as cli\n'
             'sys.exit(cli.main(%r))' % (_crawl_argv(
                 tmp_path, 'parse.main_text_extractor=trafilatura'),))
     res = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True,

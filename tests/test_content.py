@@ -7,7 +7,7 @@ import time
 import pytest
 from lxml import etree
 
-from drivers.fixture_site import _links, _page
+from drivers.fixtures.site import _links, _page
 from jobs.lib import config, content, filters
 from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
 from tests.pdfs import make_pdf

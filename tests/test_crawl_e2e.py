@@ -10,6 +10,7 @@ from lxml import etree
 from drivers.crawl import Crawl
 from jobs.lib import records as R
 from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
+from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.crawl
 
@@ -230,7 +231,7 @@ def test_merge_reads_the_pages_metadata_and_falls_back_to_their_text(site, tmp_p
     ref.prepare()
     ref.fs.rm(ref.path('merge_map'))
     os.symlink(os.path.join(out, 'merge_map'), ref.path('merge_map'))
-    from drivers.affected_index import build_index
+    from drivers.later.affected_index import build_index
     build_index(ref, outs)
     key = lambda r: (r['url'], r['layer'])  # noqa: E731
     assert sorted(read_parquet_rows(ref.path('index')), key=key) == sorted(rows_meta, key=key)
@@ -370,7 +371,7 @@ def test_depth_zero_fetches_only_the_seeds(site, tmp_path):
 
 def test_fetch_plan_runs_only_for_layers_with_more_hosts_than_keys_in_flight(
         tmp_path, monkeypatch):
-    from drivers.fixture_site import FixtureSite
+    from drivers.fixtures.site import FixtureSite
     from jobs.lib import keyqueue
     monkeypatch.setattr(keyqueue, 'KEY_BYTES', 1024 * 1024)    # a key per MiB
     with FixtureSite('127.0.0.2') as one, FixtureSite('127.0.0.3') as two:
@@ -412,7 +413,7 @@ def check_plan_from_generate(out, tmp_path):
     job = MRPlanFetch(args=['-r', 'inline', '--crawl-conf', os.path.join(out, 'conf.json'),
                             '--output-dir', str(tmp_path / 'replan'),
                             os.path.join(out, 'in', '001')])
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         runner.run()
         counters = runner.counters()[0]
     assert step['counters'] == {'plan': counters['plan']}
@@ -426,7 +427,7 @@ def test_following_changes_when_pages_are_fetched_not_what_comes_out(tmp_path):
     leaves its layer once, generate never selects a followed URL again, and xml/ equals
     the crawl's without following apart from when each page was fetched (time, layer)."""
     import re
-    from drivers.fixture_site import FixtureSite
+    from drivers.fixtures.site import FixtureSite
 
     def crawl(name, settings):
         with FixtureSite('127.0.0.2') as quick, FixtureSite('127.0.0.3') as slow:
@@ -478,7 +479,7 @@ def test_robots_txt_is_read_once_a_cycle_and_a_failure_is_asked_again(tmp_path):
     only (its rules still hold in layers 1-3); with 0, once a layer. A robots.txt that
     answers 503 is kept politeness.robots_error_minutes: its host's URLs are deferred
     without a request in the next layers; with 0, it is asked again in every layer."""
-    from drivers.fixture_site import FixtureSite
+    from drivers.fixtures.site import FixtureSite
     for name in ('cached', 'uncached', 'failing', 'failing-asked'):
         (tmp_path / name).mkdir()
     with FixtureSite() as site:

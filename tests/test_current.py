@@ -1,4 +1,4 @@
-"""MRCurrent after the change (drivers/affected_current.py): a later build shuffles the
+"""MRCurrent after the change (drivers/later/affected_current.py): a later build shuffles the
 fetches of the URLs the fetch named in changes/ only, and its current/ is the one a
 shuffle of every fetch makes."""
 import pytest
@@ -7,7 +7,7 @@ import os
 
 import orjson
 
-from drivers import affected_current
+from drivers.later import affected_current
 from drivers.crawl import Crawl
 from jobs.current import MRCurrent
 from jobs.lib import counters as C

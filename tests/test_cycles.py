@@ -7,8 +7,9 @@ import sys
 import pytest
 from lxml import etree
 
-from drivers.crawl import Crawl, CrawlError
-from drivers.fixture_site import ROBOTS, _links, _page
+from drivers.crawl import Crawl
+from drivers.runtime.steps import CrawlError
+from drivers.fixtures.site import ROBOTS, _links, _page
 from jobs.lib.sites import resolve as sites_resolve
 from tests.conftest import (ROOT, at, crawl_site, current_merged, current_xml, read_records,
                             read_xml, test_conf)
@@ -252,7 +253,7 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
     # read back; /t/still.html (304, the same folds and anchors) is not read at all.
     assert join['stored_reread_total'] == 2 and 'leader_not_stored_total' not in join
     assert join['stored_reused_total'] == 1
-    # It joined the URLs the change affects only (drivers/affected_anchors.py): here
+    # It joined the URLs the change affects only (drivers/later/affected_anchors.py): here
     # the home page links to every page, so all of them.
     assert join['join_affected_urls_total'] >= len(view(outs['delta']))
     assert outputs['changes'] == len(delta(outs['delta'])) and outputs['store'] == 1
@@ -289,7 +290,7 @@ def test_a_delta_build_killed_after_its_join_resumes_without_joining_again(
     with pytest.raises(RuntimeError):
         crawl_site(site, tmp_path, conf, depth=1)
     assert not os.path.exists(os.path.join(out, 'delta', '002'))
-    # The index's child beside the join went with the failure (drivers/beside.py):
+    # The index's child beside the join went with the failure (drivers/runtime/beside.py):
     # left waiting to hand over its value, it kept this process from exiting.
     import multiprocessing
     assert multiprocessing.active_children() == []
@@ -345,7 +346,7 @@ def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_lay
     crawl_site(site, tmp_path, conf, depth=1)
     second = read_records(os.path.join(out, 'current'))
     top = json.load(open(os.path.join(out, 'outputs.json')))['layers']
-    # Only the URLs the change touched crossed the shuffle (drivers/affected_current.py).
+    # Only the URLs the change touched crossed the shuffle (drivers/later/affected_current.py).
     counters = json.load(open(os.path.join(out, 'steps', 'current.json')))['counters']
     assert 0 < counters['current']['current_unshuffled_total'] < len(second)
     # The cycle's small second layer updated the crawl database writing the db lines of

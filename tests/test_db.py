@@ -2,7 +2,7 @@
 import pytest
 import json
 
-from drivers import db
+from drivers.cli import db
 from tests.test_crawl_e2e import crawl_fixture
 from tests.test_cli import mrcrawl
 

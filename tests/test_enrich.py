@@ -7,7 +7,7 @@ from lxml import etree
 from jobs.anchors import MRAnchors
 from jobs.merge import MRMerge
 from jobs.lib import html, maintext, xmlpage
-from drivers.fixture_site import PAGES
+from drivers.fixtures.site import PAGES
 from tests.conftest import ROOT
 from tests.test_jobs import conf_file, page, run_job  # noqa: F401  (conf_file: fixture)
 

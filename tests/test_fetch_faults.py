@@ -6,7 +6,7 @@ import tracemalloc
 
 import pytest
 
-from drivers.fixture_site import FixtureSite
+from drivers.fixtures.site import FixtureSite
 from jobs.lib import counters as C, encoding, fetcher, httpio, netpolicy, plan, politeness, records as R
 from tests.conftest import test_conf
 

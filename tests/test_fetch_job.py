@@ -8,12 +8,13 @@ from contextlib import ExitStack
 
 import pytest
 
-from drivers.fixture_site import FixtureSite
+from drivers.fixtures.site import FixtureSite
 from jobs.fetch import MRFetch
 from jobs.optimize import MROptimize
 from jobs.plan_fetch import MRPlanFetch
 from jobs.lib import counters as C, records as R
 from tests.conftest import test_conf
+from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.job
 
@@ -26,7 +27,7 @@ def run(job_cls, tmp_path, records, *settings, args=(), runner='inline'):
     lines = ''.join(json.dumps(r) + '\n' for r in records)
     job = job_cls(['-r', runner, '--crawl-conf', str(conf)] + list(args))
     job.sandbox(stdin=io.BytesIO(lines.encode()))
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         runner.run()
         out = [v for _, v in job.parse_output(runner.cat_output())]
         counters = C.merge_steps(runner.counters())
@@ -166,7 +167,7 @@ def test_fetch_writes_the_pages_the_parse_job_would(tmp_path):
     conf = tmp_path / 'conf-MRFetch.json'
     job = MRParse(['-r', 'inline', '--crawl-conf', str(conf)])
     job.sandbox(stdin=io.BytesIO(lines.encode()))
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         runner.run()
         parsed = [v for _, v in job.parse_output(runner.cat_output())]
         parse_counters = C.merge_steps(runner.counters())
@@ -191,7 +192,7 @@ def test_fetch_archives_bodies_and_points_each_page_at_its_record(tmp_path):
                        '--warc-prefix', 'mrcrawl-L000'])
         job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n'
                                              for r in records_in).encode()))
-        with job.make_runner() as runner:
+        with make_runner(job) as runner:
             runner.run()
             pages = [v for _, v in job.parse_output(runner.cat_output())]
     assert os.listdir(warc_dir) == ['mrcrawl-L000-f00000.warc.gz']

@@ -26,8 +26,8 @@ import pytest
 from PIL import Image
 from warcio.archiveiterator import ArchiveIterator
 
-from drivers.fixture_site import FixtureSite
-from drivers.hdfs import WebHDFS, webhdfs_address
+from drivers.fixtures.site import FixtureSite
+from drivers.runtime.hdfs import WebHDFS, webhdfs_address
 from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
 
 pytestmark = pytest.mark.hadoop
@@ -419,13 +419,13 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     assert set(hdfs_xml(fs, out_uri + '/delta/002/xml')) == {new_url}
     cycle2 = json.loads(fs.read_text(out_uri + '/cycles/002.json'))
     assert cycle2['finished'] and cycle2['first_layer'] == DEPTH + 1
-    # The second build merged only the groups its change affects (drivers/affected.py),
+    # The second build merged only the groups its change affects (drivers/later/affected.py),
     # from the key rows the map tasks of the first build's MRMerge and the reduce tasks
     # of MRCurrent wrote to HDFS through WebHDFS.
     merge2 = json.loads(fs.read_text(out_uri + '/steps/merge.json'))['counters']['merge']
     assert merge2['merge_affected_urls_total'] >= 1, merge2
     assert merge2['merged_pages_total'] == len(hdfs_records(fs, out_uri + '/merge_map'))
-    # Its anchors were inverted for the affected URLs only (drivers/affected_anchors.py):
+    # Its anchors were inverted for the affected URLs only (drivers/later/affected_anchors.py):
     # MRCurrent's link rows through WebHDFS, MRAnchors --only from HDFS, the last build's
     # records kept.
     anchors2 = json.loads(fs.read_text(out_uri + '/steps/anchors.json'))['counters']['merge']
@@ -436,13 +436,13 @@ def test_hadoop_crawl_matches_local_runner(tmp_path, capsys):
     assert join2['merge_join']['join_affected_urls_total'] >= 1, join2
     assert join2['merge_join']['signatures_kept_total'] > 0, join2
     # Its current fetches: MRCurrent shuffled the URLs the fetch named in changes/ only,
-    # its map tasks wrote the others' through WebHDFS (drivers/affected_current.py).
+    # its map tasks wrote the others' through WebHDFS (drivers/later/affected_current.py).
     current2 = json.loads(fs.read_text(out_uri + '/steps/current.json'))['counters']
     current2 = current2['current']
     assert current2['current_unshuffled_total'] >= 1, current2
     current_urls = [r['url'] for r in hdfs_records(fs, out_uri + '/current')]
     assert len(current_urls) == len(set(current_urls)) == current2['current_total']
-    # Its index was made from the last build's (drivers/affected_index.py): the Parquet
+    # Its index was made from the last build's (drivers/later/affected_index.py): the Parquet
     # files read and written through WebHDFS, MRCurrent's rows for the changed URLs.
     index2 = json.loads(fs.read_text(out_uri + '/steps/index.json'))['counters']['index']
     assert index2['index_rows_made_total'] >= 1, index2
@@ -661,7 +661,7 @@ def test_sites_drive_a_yarn_crawl(tmp_path):
     steps = json.loads(fs.read_text(out_uri + '/steps/generate-001.json'))
     assert steps['runner'] == 'hadoop'
     # Each YARN fetch task's own record (report.html's pages a second per task).
-    from drivers.report_harvest import scan_tasks
+    from drivers.reports.harvest import scan_tasks
     tasks = scan_tasks(fs, out_uri)
     for row in report['layers']:
         recs = tasks[row['layer']]
@@ -673,7 +673,7 @@ def test_sites_drive_a_yarn_crawl(tmp_path):
 def test_the_clusters_vcores_come_from_the_resourcemanager():
     """Fetch lists are sized by the cluster's vcores (CrawlerDriver.lists): the test
     cluster's NodeManagers have 8 each (hadoop/up.sh)."""
-    from drivers import hadoop, hadoop_locate
+    from drivers.runtime import hadoop, hadoop_locate
     url = hadoop_locate.rm_webapp_url(hadoop_locate.conf_dir_of())
     with urllib.request.urlopen(url + '/ws/v1/cluster/nodes', timeout=30) as resp:
         nodes = json.load(resp)['nodes']['node']

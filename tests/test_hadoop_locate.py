@@ -1,4 +1,4 @@
-"""Which Hadoop ``-r hadoop`` uses (drivers/hadoop_locate.py), on fake installs laid out
+"""Which Hadoop ``-r hadoop`` uses (drivers/runtime/hadoop_locate.py), on fake installs laid out
 in temporary folders: the Apache binary tarball, Bigtop's packages (EMR's and Dataproc's
 layout) under a stand-in root, and none; and which environment `make` gives a crawl.
 No cluster, no JVM."""
@@ -6,8 +6,9 @@ import subprocess
 
 import pytest
 
-from drivers import cli, hadoop_locate
-from drivers.hadoop_locate import NoHadoop, locate
+from drivers.cli import main as cli
+from drivers.runtime import hadoop_locate
+from drivers.runtime.hadoop_locate import NoHadoop, locate
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.unit

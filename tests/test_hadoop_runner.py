@@ -1,4 +1,4 @@
-"""The hadoop runner's parts (drivers/hadoop.py, drivers/hdfs.py MrjobWebHDFS, the jobs'
+"""The hadoop runner's parts (drivers/runtime/hadoop.py, drivers/runtime/hdfs.py MrjobWebHDFS, the jobs'
 per-job Hadoop settings). The tests marked ``hadoop`` use the real test cluster
 (``make test`` starts it); the others need none."""
 import json
@@ -9,7 +9,7 @@ import zipfile
 
 import pytest
 
-from drivers import hadoop
+from drivers.runtime import hadoop
 from jobs.lib import config
 from tests.conftest import TEST_SETTINGS
 from tests.test_hadoop import history_jobs
@@ -234,7 +234,7 @@ def test_a_failed_step_is_run_again_without_uber_mode_only_if_it_ran_uber():
 def test_mrjob_webhdfs_filesystem_and_ship(tmp_path):
     """MrjobWebHDFS does what mrjob asks of a filesystem, on the real HDFS; ship()
     uploads a file once per content and names it by its hash."""
-    from drivers.hdfs import MrjobWebHDFS
+    from drivers.runtime.hdfs import MrjobWebHDFS
     fs = MrjobWebHDFS()
     base = 'hdfs:///mrcrawl-it/fs-%s' % uuid.uuid4().hex[:8]
     local = tmp_path / 'part-00000'
@@ -272,14 +272,14 @@ def test_mrjob_webhdfs_filesystem_and_ship(tmp_path):
 
 @pytest.mark.hadoop
 def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
-    """drivers/hadoop.py run_cut: the merge of a Hadoop crawl whose pages are over
+    """drivers/runtime/hadoop.py run_cut: the merge of a Hadoop crawl whose pages are over
     hadoop.local_max_bytes runs its first step on YARN and, that step having handed on
     less than the limit, its six others in the driver: the same merge_map records as
     the local runner's merge of the same pages. Its input files are combined into
     splits of hadoop.split_max_bytes (HadoopRunner.COMBINE_FORMAT): with uber mode off
     and a split as large as all of them, one map task reads every file."""
     from drivers.crawl import Crawl
-    from drivers.hdfs import WebHDFS
+    from drivers.runtime.hdfs import WebHDFS
     from jobs.merge import MRMerge
     from tests.conftest import crawl_site, read_records, test_conf
     local_out, _ = crawl_site(site, tmp_path, test_conf(), depth=1)
@@ -327,8 +327,8 @@ def test_fetch_lists_in_the_driver_and_the_fetch_on_yarn(tmp_path, site):
     not uber (two lists)."""
     import zlib
     from drivers.crawl import Crawl
-    from drivers.fixture_site import FixtureSite
-    from drivers.hdfs import WebHDFS
+    from drivers.fixtures.site import FixtureSite
+    from drivers.runtime.hdfs import WebHDFS
     from jobs.fetch import MRFetch
     from jobs.lib import plan
     from tests.conftest import test_conf

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from drivers.fixture_site import FixtureSite
+from drivers.fixtures.site import FixtureSite
 from tests.hostile_site import HostileSite
 from jobs.fetch import MRFetch
 from jobs.lib import config, extract, fetcher, html, netpolicy, records as R, sitemaps, \
@@ -452,7 +452,7 @@ def test_bad_site_file_values_name_the_key_and_the_file(tmp_path, text, key):
 #: not stop root). Python ignores SIGXFSZ, so the writes fail with an error.
 _WRAPPER = '''
 import os, resource, sys
-import drivers.cli as cli
+import drivers.cli.main as cli
 mode, out = sys.argv[1], sys.argv[2]
 real = cli._print
 def progress(msg):

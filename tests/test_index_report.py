@@ -14,11 +14,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from drivers import beside, fs as fslib
-from drivers.fixture_site import FixtureSite
-from drivers.index import INDEX_SCHEMA, rows_to_parquet
-from drivers.report_html import chart_drawer, collect, main_report
-from drivers.report_charts import charts
+from drivers.runtime import beside, fs as fslib
+from drivers.fixtures.site import FixtureSite
+from drivers.later.index import INDEX_SCHEMA, rows_to_parquet
+from drivers.reports.html import chart_drawer, collect, main_report
+from drivers.reports.charts import charts
 from jobs.index_rows import MRIndexRows
 from jobs.lib import records as R
 from tests.conftest import ROOT, crawl_site, read_records, test_conf
@@ -151,7 +151,7 @@ def test_index_of_a_crawl_without_merge_map_joins_merged(crawled, tmp_path):
     """A crawl whose merge left merged/ but no merge_map/ (a one-job merge): build_index
     reads merged/ for duplicate_of and writes the same index."""
     from drivers.crawl import Crawl
-    from drivers.affected_index import build_index
+    from drivers.later.affected_index import build_index
     _, src = crawled
     out = str(tmp_path / 'crawl')
     shutil.copytree(src, out)
@@ -253,7 +253,7 @@ def test_the_child_dies_with_a_killed_driver(tmp_path):
     """PR_SET_PDEATHSIG: a crawl killed in its merge leaves no child writing into OUT."""
     script = tmp_path / 'driver.py'
     script.write_text(
-        'import sys, time\nsys.path.insert(0, %r)\nfrom drivers import beside\n'
+        'import sys, time\nsys.path.insert(0, %r)\nfrom drivers.runtime import beside\n'
         'b = beside.Beside(lambda: time.sleep(60), "test-child")\n'
         'print(b._proc.pid, flush=True)\ntime.sleep(60)\n' % ROOT)
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
@@ -354,7 +354,7 @@ def test_rows_parsed_by_arrow_equal_rows_converted_one_by_one(tmp_path):
 
 
 class FakeHdfsClient:
-    """The few ``hdfs.InsecureClient`` calls drivers/hdfs.py streams through."""
+    """The few ``hdfs.InsecureClient`` calls drivers/runtime/hdfs.py streams through."""
 
     def __init__(self, files):
         self.files = files
@@ -380,7 +380,7 @@ class FakeHdfsClient:
 
 
 def test_webhdfs_streams_lines_and_parquet_through_ranged_reads(tmp_path):
-    from drivers.hdfs import WebHDFS
+    from drivers.runtime.hdfs import WebHDFS
     fs = WebHDFS.__new__(WebHDFS)
     fs.client = FakeHdfsClient({'/rows': b'a\nbb\n' * 400_000 + b'tail'})
     lines = list(fs.iter_lines('hdfs:///rows'))

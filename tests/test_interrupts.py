@@ -1,4 +1,4 @@
-"""Ctrl-C and `kill PID` of a running `mrcrawl crawl` (drivers/interrupts.py): the
+"""Ctrl-C and `kill PID` of a running `mrcrawl crawl` (drivers/runtime/interrupts.py): the
 command, a real process, is signalled at moments that used to print a traceback or leave
 processes behind; each time it prints one line, exits 130 or 143, leaves no process, and
 the same command run again finishes the crawl."""
@@ -18,7 +18,7 @@ LINE = 'mrcrawl: interrupted; run the same command again to continue'
 #: The console script of this environment (the one `make` installs), else its equivalent.
 SCRIPT = os.path.join(os.path.dirname(sys.executable), 'mrcrawl')
 COMMAND = [SCRIPT] if os.path.exists(SCRIPT) else [
-    sys.executable, '-c', 'from drivers.command import command; command()']
+    sys.executable, '-c', 'from drivers.cli.command import command; command()']
 
 
 def _stat(pid):
@@ -232,7 +232,7 @@ def test_an_interrupted_crawl_says_one_line_leaves_nothing_and_resumes(site, tmp
 #: is sent SIGTERM (and, with "twice", SIGTERM again while it unwinds).
 TREE = r'''
 import os, signal, subprocess, sys, time
-from drivers import interrupts
+from drivers.runtime import interrupts
 interrupts.install()
 subprocess.Popen(['sleep', '61'])
 subprocess.Popen(['setsid', 'sleep', '62'])
@@ -285,7 +285,7 @@ def test_no_process_below_the_command_outlives_it(times):
 
 SWALLOWED = r'''
 import os, signal, sys, time
-from drivers import interrupts
+from drivers.runtime import interrupts
 interrupts.install()
 
 class Collected:
@@ -317,7 +317,7 @@ def test_an_interrupt_raised_where_python_swallows_it_is_raised_again():
 
 DEFERRED = r'''
 import os, signal, sys, time
-from drivers import interrupts
+from drivers.runtime import interrupts
 interrupts.install()
 try:
     with interrupts.deferred():
@@ -331,7 +331,7 @@ except KeyboardInterrupt:
 
 
 def test_an_interrupt_waits_for_the_end_of_a_deferred_block():
-    """drivers/runners.py hands a task to the fork server in such a block: cut short,
+    """drivers/runtime/runners.py hands a task to the fork server in such a block: cut short,
     the request made the server die with a traceback."""
     res = subprocess.run([sys.executable, '-c', DEFERRED], cwd=ROOT, capture_output=True,
                          text=True, timeout=30)
@@ -341,7 +341,7 @@ def test_an_interrupt_waits_for_the_end_of_a_deferred_block():
 
 BLOCKED = r'''
 import os, signal, subprocess, sys, time
-from drivers import interrupts
+from drivers.runtime import interrupts
 interrupts.install()
 try:
     with interrupts.sigint_blocked():
@@ -363,7 +363,7 @@ except KeyboardInterrupt:
 
 
 def test_a_ctrl_c_while_the_fork_server_starts_is_held_not_lost():
-    """drivers/runners.py starts the fork server in a sigint_blocked block, so that it
+    """drivers/runtime/runners.py starts the fork server in a sigint_blocked block, so that it
     and its tasks never see a terminal's Ctrl-C. A Ctrl-C during that start is the
     command's once the block ends (ignoring SIGINT there lost it: the crawl went on and
     exited 0, seen under load in test_cli's Ctrl-C test)."""

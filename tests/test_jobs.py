@@ -12,6 +12,7 @@ from jobs.merge_join import MRMergeJoin
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
 from jobs.generate import MRGenerate
+from drivers.runtime.launch import make_runner
 from tests.conftest import ROOT, test_conf
 
 pytestmark = pytest.mark.job
@@ -28,7 +29,7 @@ def run_job(job_cls, conf_file, records, *args, raw_lines=()):
     lines = [json.dumps(r) for r in records] + list(raw_lines)
     job = job_cls(['-r', 'inline', '--crawl-conf', conf_file] + list(args))
     job.sandbox(stdin=io.BytesIO(('\n'.join(lines) + '\n').encode()))
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         runner.run()
         out = [value for _, value in job.parse_output(runner.cat_output())]
         return out, C.merge_steps(runner.counters())
@@ -190,7 +191,7 @@ def test_a_job_cut_into_step_ranges_gives_the_same_records(conf_file):
     def run(args, stdin):
         job = MRMerge(['-r', 'inline', '--crawl-conf', conf_file] + args)
         job.sandbox(stdin=io.BytesIO(stdin))
-        with job.make_runner() as runner:
+        with make_runner(job) as runner:
             runner.run()
             return b''.join(runner.cat_output()), runner.counters(), job
     lines = ''.join(json.dumps(p) + '\n' for p in pages).encode()
@@ -216,7 +217,7 @@ def test_optimize_counts_retries_until_a_success(conf_file):
 
 def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
         conf_file, tmp_path):
-    """drivers.runners.InlineRunner gives each uncompressed input file to one map task as it
+    """drivers.runtime.runners.InlineRunner gives each uncompressed input file to one map task as it
     is (no copy): the same records as the local runner, empty files and a gzipped file
     (split by mrjob as before) included, and the inputs untouched."""
     import gzip
@@ -243,7 +244,7 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
             out = tmp_path / (folder.name + runner)
             job = MRIndexRows(['-r', runner, '--crawl-conf', conf_file, '--output-dir',
                                str(out), str(folder)])
-            with job.make_runner() as r:
+            with make_runner(job) as r:
                 r.run()
             results[runner] = sorted(json.dumps(x, sort_keys=True)
                                      for x in read_records(str(out)))
@@ -253,13 +254,13 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
 
 @pytest.mark.unit
 def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
-    """drivers.runners.line_ranges, as LocalRunner splits mapper and reducer input:
+    """drivers.runtime.runners.line_ranges, as LocalRunner splits mapper and reducer input:
     the ranges tile the file, every range but the last ends with a newline, the copies
     put the bytes back together, and with a key no key's lines span two ranges
     (random sorted inputs, with and without a final newline, many split sizes)."""
     import itertools
     import random
-    from drivers.runners import _reducer_key, copy_range, line_ranges
+    from drivers.runtime.runners import _reducer_key, copy_range, line_ranges
     rnd = random.Random(5)
     path, piece = tmp_path / 'f', tmp_path / 'piece'
     for _ in range(150):
@@ -301,12 +302,12 @@ def test_line_ranges_cut_at_line_ends_and_keep_keys_together(tmp_path):
 
 
 def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
-    """drivers.runners.LocalRunner (byte-range splits, one per core) and mrjob's own
+    """drivers.runtime.runners.LocalRunner (byte-range splits, one per core) and mrjob's own
     local runner give the same records and counters, on one big file and on several
     files, with more cores than files (so files are cut and reducer input is split)."""
     from mrjob.local import LocalMRJobRunner
     from jobs.index_rows import MRIndexRows
-    from drivers.runners import LocalRunner
+    from drivers.runtime.runners import LocalRunner
     from tests.conftest import read_records
 
     pages = [page('http://h%d/p%d' % (i % 7, i),
@@ -328,7 +329,7 @@ def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
             out = tmp_path / (folder.name + str(stock))
             job = MRIndexRows(['-r', 'local', '--num-cores', '3', '--crawl-conf', conf_file,
                                '--output-dir', str(out), str(folder)])
-            runner = LocalMRJobRunner(**job._runner_kwargs()) if stock else job.make_runner()
+            runner = LocalMRJobRunner(**job._runner_kwargs()) if stock else make_runner(job)
             with runner as r:
                 assert isinstance(r, LocalRunner) != stock
                 r.run()
@@ -405,7 +406,7 @@ def _probe(conf_file, tmp_path, urls):
     out = tmp_path / 'out'
     job = MRTaskProbe(['-r', 'local', '--num-cores', '2', '--crawl-conf', conf_file,
                        '--output-dir', str(out), str(src)])
-    with job.make_runner() as r:
+    with make_runner(job) as r:
         r.run()
     return list(read_records(str(out)))
 
@@ -428,12 +429,12 @@ def test_local_runner_forks_each_task_from_the_fork_server(conf_file, tmp_path):
 def test_a_finished_jobs_temporary_folder_is_removed_beside_the_driver(conf_file, tmp_path,
                                                                        monkeypatch):
     """A job's temporary folder (its tasks' files and the sorted shuffle) goes to a
-    background thread as the job ends (drivers.tmp_removal), so the driver starts its
+    background thread as the job ends (drivers.runtime.tmp_removal), so the driver starts its
     next step at once; wait() returns once it is gone, and a folder that cannot be
     removed (logged) does not stop the ones after it."""
     import os
     import threading
-    from drivers import tmp_removal
+    from drivers.runtime import tmp_removal
     src = tmp_path / 'in'
     src.mkdir()
     (src / 'part-00000').write_text(''.join(json.dumps(page('http://h/%d' % i)) + '\n'
@@ -443,7 +444,7 @@ def test_a_finished_jobs_temporary_folder_is_removed_beside_the_driver(conf_file
     gate, remove = threading.Event(), tmp_removal._remove
     monkeypatch.setattr(tmp_removal, '_remove', lambda p: (gate.wait(30), remove(p)))
     tmp_removal.remove_later(str(tmp_path / 'never-made'))
-    with job.make_runner() as r:
+    with make_runner(job) as r:
         r.run()
         tmp = r._get_local_tmp_dir()
     assert os.listdir(tmp)                # the job is done; its folder waits its turn
@@ -455,7 +456,7 @@ def test_a_finished_jobs_temporary_folder_is_removed_beside_the_driver(conf_file
 
 _HELD_FORK_SERVER = """
 import time
-from drivers import beside, runners
+from drivers.runtime import beside, runners
 ctx = runners.task_context()
 p = ctx.Process(target=time.sleep, args=(0,))      # starts the fork server
 p.start(); p.join()
@@ -490,13 +491,13 @@ def test_a_failed_or_killed_forked_task_fails_the_step(conf_file, tmp_path, how,
 
 @pytest.mark.unit
 def test_runners_override_only_what_mrjob_0_7_4_has():
-    """mrcrawl's runners (drivers/runners.py, drivers/hadoop.py) override private members of
+    """mrcrawl's runners (drivers/runtime/runners.py, drivers/runtime/hadoop.py) override private members of
     mrjob's runners. If mrjob renamed one, the override would silently never run: every
     private method they define is either one of mrjob's (found in its classes) or one of
     their own helpers, listed here. mrjob is pinned (setup.cfg) for the same reason."""
     import mrjob
-    from drivers import hadoop
-    from drivers import runners
+    from drivers.runtime import hadoop
+    from drivers.runtime import runners
     own_helpers = {'_fork_tasks', '_mapper_split_size', '_place_split', '_split_dest',
                    '_key_partitions',
                    '_small_job', '_within_uber_limit', '_combined', '_ran_uber'}

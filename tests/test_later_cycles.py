@@ -1,7 +1,7 @@
 """Later cycles keep the crawl's settings; a setting is no evidence that a page is gone;
 mrcrawl writes only into its own folders; a cycle that fetched nothing says why.
 
-Every crawl here runs through the `mrcrawl` command's own entry point (drivers.cli.main)
+Every crawl here runs through the `mrcrawl` command's own entry point (drivers.cli.main.main)
 against the fixture website on loopback, and is checked by the server's request log and
 the crawl's outputs (issue 47).
 """
@@ -9,7 +9,7 @@ import pytest
 import json
 import os
 
-from drivers.cli import main
+from drivers.cli.main import main
 from jobs.lib import config
 
 pytestmark = pytest.mark.crawl
@@ -146,7 +146,7 @@ def test_a_sites_crawl_keeps_its_site_rules_in_later_cycles(site, tmp_path, caps
 def test_changed_sites_and_new_keys_are_reported(tmp_path):
     """A later run names each changed setting and each site added, removed or changed;
     a key the saved settings lack takes its default, with a note."""
-    from drivers import settings
+    from drivers.folder import settings
     old = config.load(overrides=['politeness.delay=2'])
     old['sites'] = [{'name': 'films', 'file': 'a', 'delay': 1.0, 'deny': []},
                     {'name': 'old', 'file': 'b'}]

@@ -3,7 +3,7 @@ import pytest
 import os
 
 from drivers.crawl import Crawl
-from drivers.fixture_site import _page
+from drivers.fixtures.site import _page
 
 from tests.conftest import crawl_site, at, current_xml, read_records, read_xml, test_conf
 

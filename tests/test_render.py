@@ -11,12 +11,13 @@ import time
 
 import pytest
 
-from drivers.fixture_site import FixtureSite
+from drivers.fixtures.site import FixtureSite
 from jobs.fetch import MRFetch
 from jobs.lib import counters as C, sites
 from jobs.lib.sites import SiteConfigError
 from tests.conftest import crawl_site, current_xml, read_records, test_conf
 from tests.test_fetch_job import DELAY, check_politeness
+from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.browser
 
@@ -133,7 +134,7 @@ def test_no_browser_means_a_plain_fetch_and_one_warning(tmp_path):
         job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)])
         job.sandbox(stdin=io.BytesIO(''.join(
             json.dumps({'kind': 'url', 'url': u, 'depth': 0}) + '\n' for u in urls).encode()))
-        with job.make_runner() as runner:
+        with make_runner(job) as runner:
             runner.run()
             docs = [v for _, v in job.parse_output(runner.cat_output())]
             counters = C.merge_steps(runner.counters())
@@ -196,7 +197,7 @@ def _run_fetch(tmp_path, conf, records, *args):
     conf_file.write_text(json.dumps(conf))
     job = MRFetch(['-r', 'inline', '--crawl-conf', str(conf_file)] + list(args))
     job.sandbox(stdin=io.BytesIO(''.join(json.dumps(r) + '\n' for r in records).encode()))
-    with job.make_runner() as runner:
+    with make_runner(job) as runner:
         runner.run()
         return C.merge_steps(runner.counters())
 
@@ -411,7 +412,7 @@ def test_a_task_that_renders_nothing_needs_no_render_distribution():
 
 @pytest.mark.unit
 def test_playwright_is_shipped_to_yarn_only_for_a_crawl_that_renders(tmp_path):
-    from drivers import hadoop
+    from drivers.runtime import hadoop
     render = ('playwright', 'cachecontrol')
     for conf in (test_conf(), _conf(tmp_path, 'h.example', False)):
         assert not set(render) & set(hadoop.task_distributions(conf))

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 
 from lxml import etree
 
-from drivers.fixture_site import MEDIA
+from drivers.fixtures.site import MEDIA
 from jobs.fetch import MRFetch
 from jobs.generate import MRGenerate
 from jobs.lib import sites, xmlpage

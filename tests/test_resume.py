@@ -8,7 +8,7 @@ import sys
 import time
 
 from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
-from drivers.fixture_site import FixtureSite
+from drivers.fixtures.site import FixtureSite
 
 pytestmark = pytest.mark.crawl
 

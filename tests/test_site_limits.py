@@ -163,8 +163,8 @@ def test_a_crawl_keeps_a_sites_delay_and_page_cap(site, tmp_path):
     assert '<td class="l">fixture</td><td>6 / 6</td>' in page
     assert 'site_max_pages %d' % next(n for n in held if n) in page
     # Each fetch task's record: what it fetched, in how long (report.html's task table).
-    from drivers.fs import for_path
-    from drivers.report_harvest import scan_tasks
+    from drivers.runtime.fs import for_path
+    from drivers.reports.harvest import scan_tasks
     tasks = scan_tasks(for_path(out), out)
     assert sorted(tasks) == [row['layer'] for row in report['layers']]
     for row in report['layers']:
@@ -179,7 +179,7 @@ def test_a_crawl_keeps_a_sites_delay_and_page_cap(site, tmp_path):
 def test_a_site_delay_never_goes_below_robots_crawl_delay(tmp_path):
     """A site asks for 0.05 s, its robots.txt for Crawl-delay: 0.3: the server's log
     shows 0.3 s between requests from the robots.txt request on."""
-    from drivers.fixture_site import FixtureSite
+    from drivers.fixtures.site import FixtureSite
     with FixtureSite('127.0.0.6', robots=b'User-agent: *\nCrawl-delay: 0.3\n') as s:
         conf = test_conf('politeness.delay=1.0')
         conf['sites'] = [_site(tmp_path / 'fast.toml',

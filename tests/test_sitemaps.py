@@ -162,7 +162,7 @@ def test_parse_job_reads_url_sources(tmp_path):
 
 @pytest.mark.crawl
 def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
-    from drivers.fixture_site import HIDDEN, ROBOTS, SITEMAP_INDEX
+    from drivers.fixtures.site import HIDDEN, ROBOTS, SITEMAP_INDEX
     from tests.conftest import read_records, read_xml
 
     site.robots = ROBOTS + b'Sitemap: ' + site.url(SITEMAP_INDEX).encode() + b'\n'
@@ -220,7 +220,7 @@ def test_next_cycle_fetches_the_page_a_sitemap_dates_after_its_fetch(site, tmp_p
     from datetime import datetime, timedelta, timezone
 
     from drivers.crawl import Crawl
-    from drivers.fixture_site import ROBOTS, _page
+    from drivers.fixtures.site import ROBOTS, _page
     from tests.conftest import at, read_records
 
     # A lastmod an hour from now, written in another zone: after cycle 1's fetch of the

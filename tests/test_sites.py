@@ -13,7 +13,7 @@ import pytest
 from lxml import etree
 
 from drivers.crawl import Crawl
-from drivers.extract import main_extract
+from drivers.cli.extract import main_extract
 from jobs.lib import config, extract, sites, topic, urls, xmlpage
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse

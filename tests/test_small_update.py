@@ -7,7 +7,7 @@ import os
 
 import orjson
 
-from drivers.fixture_site import _links, _page
+from drivers.fixtures.site import _links, _page
 from jobs.lib import counters as C
 from jobs.optimize import MROptimize
 from tests.conftest import crawl_site, read_records, test_conf

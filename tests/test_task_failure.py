@@ -12,9 +12,10 @@ import subprocess
 import sys
 import time
 
-from drivers.fixture_site import FixtureSite
+from drivers.fixtures.site import FixtureSite
 from tests.conftest import ROOT, TEST_SETTINGS, read_records
 from tests.test_resume import outcome
+from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.job
 
@@ -121,7 +122,7 @@ def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path
 
     from drivers.crawl import local_runner_args
     from jobs.current import MRCurrent
-    from drivers.runners import LocalRunner, SortFailed
+    from drivers.runtime.runners import LocalRunner, SortFailed
 
     src = tmp_path / 'out'
     src.mkdir()
@@ -133,7 +134,7 @@ def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path
         args = ['-r', 'local'] + local_runner_args() + ['--sort-bin', sort_bin, str(src),
                                                         '--output-dir', str(out)]
         job = MRCurrent(args=args)
-        with job.make_runner() as runner:
+        with make_runner(job) as runner:
             assert isinstance(runner, LocalRunner)
             runner.run()
             return [_json.loads(line) for line in b''.join(runner.cat_output()).splitlines()]

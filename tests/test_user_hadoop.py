@@ -19,9 +19,9 @@ import uuid
 
 import pytest
 
-from drivers.fixture_site import FixtureSite
-from drivers.hadoop_locate import read_site
-from drivers.hdfs import WebHDFS
+from drivers.fixtures.site import FixtureSite
+from drivers.runtime.hadoop_locate import read_site
+from drivers.runtime.hdfs import WebHDFS
 from tests import tarball_hadoop
 from tests.conftest import ROOT, TEST_SETTINGS
 

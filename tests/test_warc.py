@@ -19,10 +19,11 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from drivers.crawl import Crawl
-from drivers.fixture_site import FixtureSite, _page
+from drivers.fixtures.site import FixtureSite, _page
 from jobs.lib import records as R, taskfiles, warcfile
 from jobs.warc import MRWarc
 from tests.conftest import at, crawl_site, read_records, test_conf
+from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.unit
 
@@ -175,7 +176,7 @@ def test_robots_txt_and_redirects_are_archived_with_their_requests(crawled):
     request records; every file still passes `warcio check`, and each page's WARC
     position still opens its own final response."""
     site, out, report = crawled
-    from drivers.fixture_site import ROBOTS
+    from drivers.fixtures.site import ROBOTS
     files = sorted(glob.glob(os.path.join(out, 'warc', '*.warc.gz')))
     for name in files:
         check = warcio_cli('check', '-v', name)
@@ -400,7 +401,7 @@ def run_warc_job(runner, inputs, warc_dir, output_dir, conf_file, prefix='mrcraw
         from drivers.crawl import local_runner_args
         args += local_runner_args()
     job = MRWarc(args=args + list(inputs))
-    with job.make_runner() as r:
+    with make_runner(job) as r:
         r.run()
         return r.counters()
 

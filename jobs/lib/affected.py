@@ -8,7 +8,7 @@ union of independent merges of its *components* under these ties. When some URLs
 change their current fetch, the groups that can change are those of the components
 that hold an old or a new version of a changed URL, and nothing else: the affected set
 is the closure of the changed URLs under the ties of both versions, merged again on
-its own and spliced into the last build's merge_map/ (drivers/affected.py).
+its own and spliced into the last build's merge_map/ (drivers/later/affected.py).
 
 Each page MRMerge reads is kept as one *key row* per build (merge_keys/, JSON lines):
 ``{url, keys, simhash, rec}``: the keys it is tied by (``u:`` its final URL and its
@@ -20,7 +20,7 @@ Pages MRMerge leaves out (not fetched, noindex) have no row.
 A band key only proposes a tie: it holds when the two SimHashes verify. A band
 bucket of more than merge.max_bucket_pages pages is cut by arrival in MRMerge, so a
 merge of part of the crawl could compare other pages there: the closure
-(drivers/affected.py) reports it and the driver merges in full.
+(drivers/later/affected.py) reports it and the driver merges in full.
 
 Pure helper; nothing here imports mrjob.
 """

@@ -187,7 +187,7 @@ ANCHORS_JOINED = 'anchors_joined_total'           #: in-link anchors attached to
 ANCHORS_OVER_CAP = 'anchors_over_cap_total'       #: in-link anchors past merge.max_anchors
 ANCHOR_TARGETS_NOT_PAGES = 'anchor_targets_not_pages_total'  #: anchors to URLs with no page
 ANCHORS_AFFECTED = 'anchors_affected_urls_total'  #: a later build's anchors: member URLs
-#: whose records were made again (drivers/affected_anchors.py); the step's other
+#: whose records were made again (drivers/later/affected_anchors.py); the step's other
 #: counters then count the links to them, and inlinks_total every page's links
 ANCHORS_KEPT = 'anchors_kept_total'               #: anchors/ records kept from the last build
 RESOURCES_ATTACHED = 'resources_attached_total'   #: fetched secondary resources listed on
@@ -245,7 +245,7 @@ INDEX_WARC_NOT_A_ROW = 'index_warc_not_a_row_total'  #: warc_index/ names a URL 
 INDEX_DUPLICATE_CONFLICT = 'index_duplicate_conflict_total'  #: URL folded into 2+ pages:
 #: the smallest canonical URL is kept
 INDEX_ROWS_MADE = 'index_rows_made_total'  #: a later build's rows made anew
-#: (drivers/affected_index.py: the URLs whose current fetch changed)
+#: (drivers/later/affected_index.py: the URLs whose current fetch changed)
 INDEX_ROWS_KEPT = 'index_rows_kept_total'  #: a later build's rows kept from the last index
 
 # warc (MRWarc: WARC/1.1 files, jobs/warc.py)

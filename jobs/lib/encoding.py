@@ -95,6 +95,7 @@ def detect(body):
         # A multi-byte character cut by the sample's end is still UTF-8.
         if e.start >= len(sample) - 3 and len(body) > len(sample):
             return 'utf-8'
+    # lazy: only for a page with no charset that is not UTF-8
     from charset_normalizer import from_bytes
     best = from_bytes(sample).best()
     if best is not None:

@@ -66,6 +66,7 @@ class Page:
     @property
     def lxml(self):
         if self._lxml is None:
+            # lazy: lxml.html only for the XPath of site fields
             import lxml.html
             serialised = self.tree.html or '<html></html>'
             self._lxml = lxml.html.document_fromstring(serialised)

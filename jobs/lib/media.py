@@ -27,6 +27,7 @@ import subprocess
 import tempfile
 import threading
 import uuid
+from urllib.parse import urlparse
 
 from jobs.lib import content, counters as C, records as R
 
@@ -73,6 +74,7 @@ _TURNS = {2: 0, 3: 3, 4: 1, 5: 5, 6: 4, 7: 6, 8: 2}
 
 def image_preview(src, dst, size, max_pixels):
     """Pillow: a JPEG thumbnail of image *src* at *dst*; (width, height) of *src*."""
+    # lazy: Pillow only in crawls that keep media
     from PIL import Image
     Image.MAX_IMAGE_PIXELS = max_pixels    # Pillow refuses what is far beyond it
     with Image.open(src) as im:
@@ -168,7 +170,6 @@ class Media:
         self.tmp = None      # the spool folder, made for the task's first resource
         self.webhdfs = None
         if self.folder.startswith('hdfs://'):
-            from urllib.parse import urlparse
             self.webhdfs, self.clients = (webhdfs_url, user or None), threading.local()
             self.root = os.path.dirname(urlparse(self.folder).path)
         self.warned, self.lock = False, threading.Lock()
@@ -281,6 +282,7 @@ class Media:
         """Thumbnail *src* into *dst* (None: measure only); True when made."""
         try:
             if dst is None:
+                # lazy: Pillow only in crawls that keep media
                 from PIL import Image
                 with Image.open(src) as im:
                     doc['width'], doc['height'] = im.size
@@ -334,6 +336,7 @@ class Media:
         if self.webhdfs is None:
             return None
         if getattr(self.clients, 'client', None) is None:
+            # lazy: only a Hadoop crawl's tasks talk to HDFS
             from hdfs import InsecureClient
             self.clients.client = InsecureClient(self.webhdfs[0], user=self.webhdfs[1])
         return self.clients.client
@@ -366,6 +369,7 @@ class Media:
     def _hdfs_rename(hdfs, tmp, path):
         """WebHDFS rename; False when *path* exists already (another task's copy). Any
         other failure (permissions, safe mode) raises: nothing was stored."""
+        # lazy: only a Hadoop crawl's tasks talk to HDFS
         from hdfs.util import HdfsError
         try:
             hdfs.rename(tmp, path)

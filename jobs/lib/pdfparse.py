@@ -25,6 +25,7 @@ class PdfParser:
     sandbox = True
 
     def parse(self, data, url, limits):
+        # lazy: pdfium only in the sandboxed child that parses a PDF
         import pypdfium2 as pdfium
         import pypdfium2.raw as raw
         try:

@@ -11,6 +11,7 @@ its delay holds no thread.
 """
 from jobs.lib import urls
 from jobs.lib.filters import registered_domain
+from jobs.lib.sites import SiteIndex
 
 
 def politeness_key(url, mode, resolver=None):
@@ -84,7 +85,6 @@ class SiteDelays:
     raises it further where the key's robots.txt is read (jobs.lib.fetcher)."""
 
     def __init__(self, conf):
-        from jobs.lib.sites import SiteIndex
         self.default = conf['politeness']['delay']
         sites = conf.get('sites') or ()
         # Every site when one sets a delay: a page belongs to the first that matches it.

@@ -284,6 +284,7 @@ class Renderer:
                 return self._browser
             try:
                 if self._pw is None:
+                    # lazy: Playwright only in crawls that render
                     from playwright.async_api import async_playwright
                     self._pw = await async_playwright().start()
                 self._browser = await self._pw.chromium.launch(

@@ -71,7 +71,7 @@ class LineSink:
 class MetaSink:
     """A fetch task's ``meta`` records (meta/NNN: :func:`meta` of each page) and, with
     *changes* (a folder: changes/NNN), the URLs whose current fetch they may change,
-    which a later build's MRCurrent shuffles (drivers/affected_current.py): in
+    which a later build's MRCurrent shuffles (drivers/later/affected_current.py): in
     ``part-fNNNNN`` each URL whose fetch settles what it is (jobs.lib.merging
     .definitive), in ``held-fNNNNN`` each other one and each URL fetched by following
     (jobs.lib.follow: its list named it under another politeness key, or an earlier

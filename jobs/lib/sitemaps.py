@@ -117,6 +117,7 @@ def parse(data, max_urls=50000, max_bytes=52428800):
                 if len(entries) >= max_urls:
                     break
         return 'text', entries
+    # lazy: lxml only for XML sitemaps
     from lxml import etree
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
                              huge_tree=False, recover=True, remove_comments=True)

@@ -53,9 +53,10 @@ import re
 import tomllib
 import urllib.parse
 
-from jobs.lib import config
+from jobs.lib import config, urls
 from jobs.lib.config import ConfigError
-
+from jobs.lib.filters import split_url
+from jobs.lib.urls import host
 
 FIELD_TYPES = ('text', 'int', 'float', 'date', 'list', 'url')
 _FIELD_KEYS = {'css', 'xpath', 'regex', 'attr', 'type', 'formats', 'required'}
@@ -118,6 +119,7 @@ def _selector(path, where, spec, field=True):
     if 'xpath' in spec:
         if not isinstance(spec['xpath'], str):
             raise _err(path, '%s.xpath must be a string', where)
+        # lazy: lxml only to check a site file's XPath
         from lxml import etree
         try:
             etree.XPath(spec['xpath'])
@@ -148,6 +150,7 @@ def _selector(path, where, spec, field=True):
 
 
 def _check_css(path, where, css):
+    # lazy: the parser only to check a site file's CSS
     from selectolax.lexbor import LexborHTMLParser
     try:
         LexborHTMLParser('<p></p>').css(css)
@@ -255,7 +258,6 @@ def _split_port(entry):
 
 def url_port(url):
     """The port of a normalised http(s) URL: the one it names, else its scheme's."""
-    from jobs.lib.urls import host
     name, port = _split_port(host(url))
     if port and port.isdigit():
         return int(port)
@@ -264,7 +266,6 @@ def url_port(url):
 
 def _entry_urls(path, value, hosts, url_res):
     """site.entry: absolute http(s) URLs of pages of this site."""
-    from jobs.lib import urls
     entry = []
     for url in _str_list(path, 'site.entry', value):
         norm = urls.normalize(url) if urls.resolve(None, url) else None
@@ -400,7 +401,6 @@ class SiteIndex:
     def match(self, url):
         if not self.sites or not url:
             return None
-        from jobs.lib.filters import split_url
         try:
             host = split_url(url)[0].lower()
         except IndexError:

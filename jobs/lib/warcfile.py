@@ -56,9 +56,11 @@ import base64
 import http.client
 import io
 import os
+import tempfile
 import uuid
 from urllib.parse import urlsplit
 
+from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -309,7 +311,6 @@ class Sink:
                 return None
         if self.warc is None:
             if self.remote:
-                import tempfile
                 fd, self.tmp_path = tempfile.mkstemp(prefix='warc-', suffix='.warc.gz',
                                                      dir='.')
                 os.close(fd)
@@ -360,7 +361,6 @@ def read_payload(root, pointer, webhdfs_url=None, user=None):
     warc_record_length}; the file name relative to the crawl folder *root*, a local path
     or an hdfs:// URI read through WebHDFS) and its Content-Type header: (bytes, str or
     None), or None if it is not a response."""
-    from warcio.archiveiterator import ArchiveIterator
     chunk = read_range(root, pointer['warc_filename'], pointer['warc_record_offset'],
                        pointer['warc_record_length'], webhdfs_url, user)
     for rec in ArchiveIterator(io.BytesIO(chunk)):
