@@ -1,4 +1,5 @@
 """``python -m drivers.cli``: the ``mrcrawl`` command without its console script."""
 from drivers.cli.main import run
 
-run()
+if __name__ == '__main__':      # not when a walk over the packages imports it
+    run()
