@@ -16,8 +16,8 @@ from jobs.lib import config, counters as C, sidefile
 #: The largest map split on Hadoop, which drivers/runtime/hadoop.py's input format reads.
 SPLIT_MAX_BYTES = 'mapreduce.input.fileinputformat.split.maxsize'
 #: A step's jobconf with this setting reads each input file whole, as one map task, on
-#: every runner (Hadoop's FileInputFormat, drivers/runtime/runners.py and drivers/runtime/hadoop.py):
-#: MRFetch's fetch step, whose files are its fetch lists.
+#: every runner (Hadoop's FileInputFormat, drivers/runtime/runners.py and
+#: drivers/runtime/hadoop.py): MRFetch's fetch step, whose files are its fetch lists.
 SPLIT_MIN_BYTES = 'mapreduce.input.fileinputformat.split.minsize'
 WHOLE_FILES = {SPLIT_MIN_BYTES: str(2 ** 63 - 1)}
 #: A step's jobconf with this setting has one reduce task per distinct first field of

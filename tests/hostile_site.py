@@ -53,7 +53,7 @@ def _gzip(data):
     return c.compress(data) + c.flush()
 
 
-def _page(title, body=''):
+def html_page(title, body=''):
     return ('<!DOCTYPE html><html><head><meta charset="utf-8"><title>%s</title></head>'
             '<body><h1>%s</h1>%s</body></html>' % (title, title, body)).encode()
 
@@ -196,12 +196,12 @@ class HostileSite:
         if name == '/robots.txt':
             return self._robots(conn)
         if not name.startswith('/hostile/'):
-            return self._send(conn, '200 OK', _page('Plain page ' + name,
+            return self._send(conn, '200 OK', html_page('Plain page ' + name,
                                                     '<a href="/hostile/ok">ok</a>'))
         name = name[len('/hostile/'):]
         handler = getattr(self, '_h_' + name.replace('-', '_'), None)
         if handler is None:
-            return self._send(conn, '404 Not Found', _page('No such endpoint'))
+            return self._send(conn, '404 Not Found', html_page('No such endpoint'))
         return handler(conn, q)
 
     def _robots(self, conn):
@@ -230,7 +230,7 @@ class HostileSite:
         raise ValueError(mode)
 
     def _h_ok(self, conn, q):
-        return self._send(conn, '200 OK', _page('Fine', '<p>a normal page</p>'))
+        return self._send(conn, '200 OK', html_page('Fine', '<p>a normal page</p>'))
 
     def _h_silent(self, conn, q):
         self._quiet(float(q.get('n', 60)))
@@ -366,7 +366,7 @@ class HostileSite:
     def _h_redirect_chain(self, conn, q):
         n = int(q.get('n', 50))
         if n <= 0:
-            return self._send(conn, '200 OK', _page('End of chain'))
+            return self._send(conn, '200 OK', html_page('End of chain'))
         return self._send(conn, '302 Found', b'',
                           extra=['Location: /hostile/redirect-chain?n=%d' % (n - 1)])
 
@@ -379,11 +379,11 @@ class HostileSite:
         nxt = (y, m + 1) if m < 12 else (y + 1, 1)
         links = ''.join('<a href="/hostile/calendar?d=%04d-%02d">%04d-%02d</a>' % (a, b, a, b)
                         for a, b in (prev, nxt))
-        return self._send(conn, '200 OK', _page('Calendar %04d-%02d' % (y, m), links))
+        return self._send(conn, '200 OK', html_page('Calendar %04d-%02d' % (y, m), links))
 
     def _h_session(self, conn, q):
         with self.lock:
             n = len(self.requests)
         links = ''.join('<a href="/hostile/session;jsessionid=S%d%d?page=%d">p%d</a>'
                         % (n, i, i % 2, i) for i in range(3))
-        return self._send(conn, '200 OK', _page('Session trap', links))
+        return self._send(conn, '200 OK', html_page('Session trap', links))

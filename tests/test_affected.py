@@ -7,12 +7,12 @@ import os
 
 import orjson
 
-from drivers.fixtures.site import _links, _near_page, _page
+from drivers.fixtures.site import html_page, link_list, near_duplicate_page
 from drivers.crawl import Crawl
 from drivers.later.affected import ROW_SCHEMA, Closure, read_rows
 from jobs.lib import affected as A, counters as C, simhash
-from tests.conftest import crawl_site, read_records, test_conf
-from tests.test_jobs import run_job
+from tests.helpers import crawl_site, read_records, test_conf
+from tests.helpers import run_job
 from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.unit
@@ -109,14 +109,14 @@ def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site,
     assert near1b in first[near1]['near_duplicates']
     o = site.overrides
     # A new link to /c.html, which /redirect (linked from the home page) ends at.
-    o['/a.html'] = _page('Page A (depth 1)', _links(
+    o['/a.html'] = html_page('Page A (depth 1)', link_list(
         '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html', '/a-print.html',
         '/c.html'))
-    o['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
-    o['/near1b.html'] = _page('Rewritten', '<p>%s</p>' % ' '.join(
+    o['/near1c.html'] = near_duplicate_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    o['/near1b.html'] = html_page('Rewritten', '<p>%s</p>' % ' '.join(
         'word%d' % i for i in range(80)))
-    o['/dup.html'] = _page('No longer a copy', '<p>Another page now.</p>')
-    o['/a-print.html'] = _page('Page A, printable', '<p>Now printable B.</p>',
+    o['/dup.html'] = html_page('No longer a copy', '<p>Another page now.</p>')
+    o['/a-print.html'] = html_page('Page A, printable', '<p>Now printable B.</p>',
                                head='<link rel="canonical" href="/b.html">')
     crawl_site(site, tmp_path, conf, depth=2)
     second = _check_equals_a_full_merge(out, conf, tmp_path, '2')
@@ -131,7 +131,7 @@ def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site,
     assert site.url('/dup.html') not in third
     # Keys made with other merge settings are not used: this build merges every page.
     conf4 = test_conf('politeness.delay=0.02', 'recrawl.interval=0', 'merge.min_words=40')
-    o['/near1b.html'] = _near_page('Thursday 3 December 2026', '77aa01d2c3')
+    o['/near1b.html'] = near_duplicate_page('Thursday 3 December 2026', '77aa01d2c3')
     crawl_site(site, tmp_path, conf4, depth=2)
     step = json.load(open(os.path.join(out, 'steps', 'merge.json')))['counters']['merge']
     assert C.MERGE_AFFECTED not in step and step[C.MERGED_PAGES] == len(
@@ -142,7 +142,7 @@ def test_a_refresh_merges_its_affected_groups_only_and_equals_a_full_merge(site,
     meta = json.load(open(os.path.join(out, 'merge_keys', '_meta.json')))
     assert meta['settings']['min_words'] == 40
     # Key rows past merge.affected_max_bytes are not read: every page is merged.
-    o['/near1b.html'] = _near_page('Friday 4 December 2026', '18bb7ce0f1')
+    o['/near1b.html'] = near_duplicate_page('Friday 4 December 2026', '18bb7ce0f1')
     lines = []
     crawl = Crawl(out, test_conf('politeness.delay=0.02', 'recrawl.interval=0',
                                  'merge.min_words=40', 'merge.affected_max_bytes=100'),
@@ -220,8 +220,8 @@ def test_an_affected_merge_stopped_before_its_merge_map_resumes_to_the_same(
     from drivers.later import affected
     conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
     out, _ = crawl_site(site, tmp_path, conf, depth=2)
-    site.overrides['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
-    site.overrides['/a.html'] = _page('Page A (depth 1)', _links(
+    site.overrides['/near1c.html'] = near_duplicate_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    site.overrides['/a.html'] = html_page('Page A (depth 1)', link_list(
         '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html'))
     write = affected.write_lines
 
@@ -263,7 +263,7 @@ def test_a_delta_join_of_the_affected_urls_equals_a_full_join(site, tmp_path):
     URLs the change affects only, the other pages' signatures kept) or a full join
     (merge.compact_ratio=0): the same pages, documents and delta."""
     from jobs.lib.deltas import signature
-    from tests.conftest import current_merged
+    from tests.helpers import current_merged
     confs = {mode: test_conf('politeness.delay=0.02', 'recrawl.interval=0',
                              'merge.compact_ratio=' + ratio)
              for mode, ratio in (('delta', '0.5'), ('full', '0'))}
@@ -271,8 +271,8 @@ def test_a_delta_join_of_the_affected_urls_equals_a_full_join(site, tmp_path):
         (tmp_path / mode).mkdir()
     outs = {mode: crawl_site(site, tmp_path / mode, conf, depth=2)[0]
             for mode, conf in confs.items()}
-    site.overrides['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
-    site.overrides['/a.html'] = _page('Page A (depth 1)', _links(
+    site.overrides['/near1c.html'] = near_duplicate_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    site.overrides['/a.html'] = html_page('Page A (depth 1)', link_list(
         '/a/1.html', '/', '/near1.html', '/near1b.html', '/near1c.html'))
     for mode, conf in confs.items():
         crawl_site(site, tmp_path / mode, conf, depth=2)
@@ -307,7 +307,7 @@ def test_anchors_of_an_earlier_version_are_inverted_again_in_full(site, tmp_path
         with open(path, 'w') as f:
             f.writelines(json.dumps({k: v for k, v in r.items() if k != 'member'}) + '\n'
                          for r in recs)
-    site.overrides['/near1c.html'] = _near_page('Wednesday 2 December 2026', '0c19d4e7b2')
+    site.overrides['/near1c.html'] = near_duplicate_page('Wednesday 2 December 2026', '0c19d4e7b2')
     lines = []
     Crawl(out, conf, runner='inline', depth=2, progress=lines.append).run(
         os.path.join(str(tmp_path), 'seeds.txt'))
@@ -334,7 +334,7 @@ def test_a_page_whose_group_changes_without_it_gets_its_new_fold_in_the_index(
                           partitioning='hive').to_table().to_pylist()
         return [r['duplicate_of'] for r in rows if r['url'] == url]
     assert fold(near1b) == [near1]
-    site.overrides['/near1.html'] = _page('Rewritten', '<p>%s</p>' % ' '.join(
+    site.overrides['/near1.html'] = html_page('Rewritten', '<p>%s</p>' % ' '.join(
         'other%d' % i for i in range(80)))
     crawl_site(site, tmp_path, conf, depth=2)
     _check_equals_a_full_merge(out, conf, tmp_path, '2')
@@ -490,7 +490,7 @@ def test_mrcurrent_drops_a_304_over_a_page_as_it_reads_it(tmp_path):
     run that shuffles it. A 304 over anything else is shuffled and judged as before."""
     from jobs.current import MRCurrent
     from jobs.lib.records import not_modified_over_page
-    from tests.test_current import BASE as base, fetched
+    from tests.helpers import FETCHED_BASE as base, fetched
     conf_file = str(tmp_path / 'conf.json')
     with open(conf_file, 'w') as f:
         json.dump(test_conf(), f)

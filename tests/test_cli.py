@@ -7,14 +7,9 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT, mrcrawl
 
 pytestmark = pytest.mark.crawl
-
-
-def mrcrawl(*args, cwd=None):
-    return subprocess.run([sys.executable, '-m', 'drivers.cli'] + list(args), cwd=cwd or ROOT,
-                          capture_output=True, text=True, timeout=120)
 
 
 def test_help_documents_every_option():

@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from jobs.lib import config
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
 

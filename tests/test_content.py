@@ -7,9 +7,9 @@ import time
 import pytest
 from lxml import etree
 
-from drivers.fixtures.site import _links, _page
+from drivers.fixtures.site import html_page, link_list
 from jobs.lib import config, content, filters
-from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
+from tests.helpers import ROOT, crawl_site, read_records, read_xml, test_conf
 from tests.pdfs import make_pdf
 
 pytestmark = pytest.mark.unit
@@ -122,7 +122,7 @@ def test_a_parsers_extensions_pass_the_link_filter():
 def test_pdf_text_and_your_own_type_are_crawled_merged_and_written_as_xml(site, tmp_path):
     """A page links a PDF, a text file and a CSV: each becomes a page of its own, through
     merge and XML, with its content type; the PDF's and the CSV's links are followed."""
-    site.overrides['/'] = _page('Home', _links('/docs/report.pdf', '/docs/notes.txt',
+    site.overrides['/'] = html_page('Home', link_list('/docs/report.pdf', '/docs/notes.txt',
                                                '/docs/table.csv'))
     site.overrides['/docs/report.pdf'] = ('typed', 'application/pdf', make_pdf(
         ['Annual report about rivers and lakes'], title='Annual report',
@@ -133,10 +133,10 @@ def test_pdf_text_and_your_own_type_are_crawled_merged_and_written_as_xml(site, 
                                          b'City,Lake\n/docs/from-csv.html,x\n')
     site.overrides['/docs/cut.pdf'] = ('typed', 'application/pdf', make_pdf(
         ['a page cut in the middle'] * 3)[:300])
-    site.overrides['/'] = _page('Home', _links('/docs/report.pdf', '/docs/notes.txt',
+    site.overrides['/'] = html_page('Home', link_list('/docs/report.pdf', '/docs/notes.txt',
                                                '/docs/table.csv', '/docs/cut.pdf'))
-    site.overrides['/docs/from-pdf.html'] = _page('Linked from the PDF', '<p>yes</p>')
-    site.overrides['/docs/from-csv.html'] = _page('Linked from the CSV', '<p>yes</p>')
+    site.overrides['/docs/from-pdf.html'] = html_page('Linked from the PDF', '<p>yes</p>')
+    site.overrides['/docs/from-csv.html'] = html_page('Linked from the CSV', '<p>yes</p>')
     conf = test_conf('politeness.delay=0.02',
                      'parse.parsers=["text", "pdf", "tests.test_content:CsvParser"]')
     out, report = crawl_site(site, tmp_path, conf, depth=2)

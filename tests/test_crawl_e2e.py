@@ -9,16 +9,12 @@ from lxml import etree
 
 from drivers.crawl import Crawl
 from jobs.lib import records as R
-from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
+from tests.helpers import ROOT, crawl_fixture, crawl_site, read_records, read_xml, test_conf
 from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.crawl
 
 DELAY = 0.2
-
-
-def crawl_fixture(site, tmp_path, runner, depth=3, settings=()):
-    return crawl_site(site, tmp_path, test_conf(*settings), depth, runner=runner)
 
 
 def check_whole_output(site, out, report):
@@ -140,7 +136,7 @@ def test_crawl_inline_runner(site, tmp_path):
     check_whole_output(site, out, report)
     check_meta_written(out)
     # The downstream example job reads the crawl's xml/ folder as it is.
-    from tests.test_inverted_index import run_index
+    from tests.helpers import run_index
     index, counters = run_index('inline', os.path.join(out, 'xml'))
     base = site.url('')
     assert counters['documents_total'] == len(read_xml(os.path.join(out, 'xml')))

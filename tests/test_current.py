@@ -12,27 +12,10 @@ from drivers.crawl import Crawl
 from jobs.current import MRCurrent
 from jobs.lib import counters as C
 from jobs.lib.sidefile import MetaSink
-from tests.conftest import read_records, test_conf
-from tests.test_jobs import run_job
+from tests.helpers import FETCHED_BASE, fetched, read_records, test_conf
+from tests.helpers import run_job
 
 pytestmark = pytest.mark.job
-
-BASE = 'http://127.0.0.1:1/'
-
-
-def fetched(path, layer, status, prev=None, **kw):
-    """A page record as the fetcher makes it (its key order: what MRCurrent reads
-    from the bytes)."""
-    from jobs.lib.fetcher import new_doc
-    from jobs.lib.parsepage import PageParser
-    rec = {'url': BASE + path, 'depth': 1}
-    if prev:
-        rec['prev'] = {'digest': 'sha1:' + path, 'fields_checksum': None,
-                       'status': prev, 'last_fetch': '2026-12-01T00:00:00Z'}
-    doc = new_doc(rec, layer, status, kw.pop('reason', None))
-    doc.update(kw, fetch_time='2026-12-01T00:00:0%dZ' % layer, attempts=1)
-    del doc['body']       # as in meta/: the text stays in out/
-    return PageParser.bare_page(doc)
 
 
 def page(path, layer, prev=None, **kw):
@@ -43,7 +26,7 @@ def page(path, layer, prev=None, **kw):
 #: Layers 0-1 are the first cycle, layer 2 the second's. h is fetched in layer 0, and
 #: again in layer 1 by following a link under another politeness key.
 LAYERS = {
-    0: [page('a', 0), page('b', 0, final_url=BASE + 'b2'),
+    0: [page('a', 0), page('b', 0, final_url=FETCHED_BASE + 'b2'),
         fetched('c', 0, 'deferred', reason='time_budget'), page('f', 0), page('h', 0)],
     1: [page('c', 1), page('d', 1),
         fetched('g', 1, 'robots_denied', reason='robots_txt'), page('h', 1, followed=True)],
@@ -99,7 +82,7 @@ def test_the_changes_name_what_may_replace_a_current_fetch_but_a_304_over_a_page
     names = {}
     for layer in LAYERS:
         folder = c.path('changes', '%03d' % layer)
-        names[layer] = {n: sorted(orjson.loads(line)[len(BASE):]
+        names[layer] = {n: sorted(orjson.loads(line)[len(FETCHED_BASE):]
                                   for line in open(os.path.join(folder, n), 'rb'))
                         for n in sorted(os.listdir(folder))}
     # Definitive fetches in part-f, the others and the followed one in held-f; the 304
@@ -130,7 +113,8 @@ def test_a_later_build_shuffles_only_the_urls_the_change_touches(tmp_path):
     assert n == full_counters[C.CURRENT]
     assert (n[C.CURRENT_PAGES], n[C.CURRENT_READ], n[C.CURRENT_NEW]) == (8, 13, 3)
     rows = read_records(links)
-    assert key(rows) == key(full_links) and {'url': BASE + 'b', 'final': BASE + 'b2'} in rows
+    assert key(rows) == key(full_links)
+    assert {'url': FETCHED_BASE + 'b', 'final': FETCHED_BASE + 'b2'} in rows
     passed = [n for n in os.listdir(c.path('current')) if n.startswith('part-m')]
     assert passed and not os.path.exists(affected_current.pass_side(c))
     assert not os.path.exists(affected_current.keys_side(c))
@@ -185,15 +169,15 @@ def test_a_changed_page_names_the_targets_of_the_anchors_that_came_or_went(tmp_p
         json.dump(test_conf(), f)
 
     def links(*pairs):
-        return [{'url': BASE + t, 'text': text, 'rel': ''} for t, text in pairs]
+        return [{'url': FETCHED_BASE + t, 'text': text, 'rel': ''} for t, text in pairs]
     old = links(('t1', 'one'), ('t2', 'two'), ('t4', 'four'))
     new = links(('t1', 'one'), ('t2', 'deux'), ('t3', 'three'), ('t4', ' four '))
     records = [dict(page('p', 0), links=old), dict(page('p', 2, 'fetched'), links=new),
                dict(page('e', 0), links=old), dict(page('e', 2, 'fetched'), links=old),
                dict(page('q', 0), links=old),
-               dict(page('q', 2, 'fetched', final_url=BASE + 'q2'), links=new)]
+               dict(page('q', 2, 'fetched', final_url=FETCHED_BASE + 'q2'), links=new)]
     rows_dir = str(tmp_path / 'links')
     run_job(MRCurrent, conf_file, records, '--since', '1', '--links-dir', rows_dir)
-    rows = {r['url'][len(BASE):]: [t[len(BASE):] for t in r['targets']]
+    rows = {r['url'][len(FETCHED_BASE):]: [t[len(FETCHED_BASE):] for t in r['targets']]
             for r in read_records(rows_dir) if 'targets' in r}
     assert rows == {'p': ['t2', 't3'], 'e': [], 'q': ['t1', 't2', 't3', 't4']}

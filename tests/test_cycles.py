@@ -9,11 +9,11 @@ from lxml import etree
 
 from drivers.crawl import Crawl
 from drivers.runtime.steps import CrawlError
-from drivers.fixtures.site import ROBOTS, _links, _page
+from drivers.fixtures.site import ROBOTS, html_page, link_list
 from jobs.lib.sites import resolve as sites_resolve
-from tests.conftest import (ROOT, at, crawl_site, current_merged, current_xml, read_records,
-                            read_xml, test_conf)
-from tests.test_inverted_index import run_index
+from tests.helpers import (ROOT, at, crawl_site, current_merged, current_xml, read_records,
+                           read_xml, test_conf)
+from tests.helpers import run_index
 
 pytestmark = pytest.mark.crawl
 
@@ -23,11 +23,11 @@ def _quiet(_):
 
 
 def _body(title, words):
-    return _page(title, '<p>%s</p>' % words + _links('/'))
+    return html_page(title, '<p>%s</p>' % words + link_list('/'))
 
 
 CYCLE1 = {
-    '/': _page('Home', _links('/t/edit.html', '/t/gone.html', '/t/noindex.html',
+    '/': html_page('Home', link_list('/t/edit.html', '/t/gone.html', '/t/noindex.html',
                               '/t/moved.html', '/t/same.html', '/t/robots.html',
                               '/t/dupe-copy.html')),
     '/t/edit.html': _body('Edited later', 'first edition of a page about rivers'),
@@ -44,12 +44,12 @@ def _cycle2(site):
     """Between the cycles: an edit, a new page linked from a changed one, a 404, a
     noindex, a redirect, a robots.txt Disallow, and a page that becomes a copy."""
     o = site.overrides
-    o['/'] = _page('Home', _links('/t/edit.html', '/t/gone.html', '/t/noindex.html',
+    o['/'] = html_page('Home', link_list('/t/edit.html', '/t/gone.html', '/t/noindex.html',
                                   '/t/moved.html', '/t/same.html', '/t/robots.html',
                                   '/t/dupe-copy.html', '/t/new.html'))
     o['/t/edit.html'] = _body('Edited', 'new edition of a page about rivers')
     o['/t/gone.html'] = None
-    o['/t/noindex.html'] = _page('Noindex', '<p>hidden now</p>',
+    o['/t/noindex.html'] = html_page('Noindex', '<p>hidden now</p>',
                                  head='<meta name="robots" content="noindex">')
     o['/t/moved.html'] = ('redirect', '/t/target.html')
     o['/t/target.html'] = _body('Target', 'the new home of the page about deserts')
@@ -162,7 +162,7 @@ def test_the_join_writes_the_delta_the_delta_job_writes(site, tmp_path):
     from jobs.delta import MRDelta
     from jobs.lib.xmlpage import doc_key_value
     from jobs.merge_join import MRMergeJoin
-    from tests.test_jobs import run_job
+    from tests.helpers import run_job
     site.overrides.update(CYCLE1)
     conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0', 'merge.compact_ratio=0')
     out, _ = crawl_site(site, tmp_path, conf, depth=1)
@@ -215,7 +215,7 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
     links = ['/t/%s.html' % p for p in ('edit', 'gone', 'noindex', 'moved', 'same',
                                          'robots', 'dupe-copy', 'still', 'pair',
                                          'pair-copy')]
-    site.overrides['/'] = _page('Home', _links(*links))
+    site.overrides['/'] = html_page('Home', link_list(*links))
     site.overrides['/t/still.html'] = _body('Still', 'a page that nothing changes')
     pair = _body('Pair', 'a page about valleys with a copy at a longer URL')
     site.overrides['/t/pair.html'] = site.overrides['/t/pair-copy.html'] = pair
@@ -229,7 +229,7 @@ def test_a_delta_build_joins_only_what_changed_and_equals_a_full_one(site, tmp_p
     first = current_merged(outs['delta'])
     assert site.url('/t/pair-copy.html') in first[site.url('/t/pair.html')]['duplicates']
     _cycle2(site)
-    site.overrides['/'] = _page('Home', _links(*links, '/t/new.html'))
+    site.overrides['/'] = html_page('Home', link_list(*links, '/t/new.html'))
     site.overrides['/t/pair.html'] = _body('Pair', 'the original page about valleys, now '
                                                     'rewritten, no longer the same')
     for mode, conf in confs.items():
@@ -338,7 +338,7 @@ def test_a_third_cycle_finds_current_fetches_from_the_last_build_and_its_new_lay
     new since it, not every layer of every cycle; current/ is the same as from every
     layer, and so are the outputs."""
     from jobs.current import MRCurrent
-    from tests.test_jobs import run_job
+    from tests.helpers import run_job
     site.overrides.update(CYCLE1)
     conf = test_conf('politeness.delay=0.02', 'recrawl.interval=0')
     out, _ = crawl_site(site, tmp_path, conf, depth=1)
@@ -431,7 +431,7 @@ def test_two_runs_never_share_a_folder(site, tmp_path):
 def test_recrawl_is_the_next_cycle_without_seeds(site, tmp_path):
     conf = test_conf('politeness.delay=0.02')
     out, _ = crawl_site(site, tmp_path, conf, depth=1)
-    site.overrides['/a.html'] = _page('Page A, new edition', '<p>changed</p>')
+    site.overrides['/a.html'] = html_page('Page A, new edition', '<p>changed</p>')
     report = Crawl(out, conf, runner='inline', depth=None, progress=_quiet).run(None, at(8))
     assert report['depth'] == 1
     delta = read_xml(os.path.join(out, 'delta', '002', 'xml'))

@@ -3,8 +3,8 @@ import pytest
 import json
 
 from drivers.cli import db
-from tests.test_crawl_e2e import crawl_fixture
-from tests.test_cli import mrcrawl
+from tests.helpers import crawl_fixture
+from tests.helpers import mrcrawl
 
 pytestmark = pytest.mark.crawl
 

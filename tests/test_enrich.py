@@ -8,8 +8,8 @@ from jobs.anchors import MRAnchors
 from jobs.merge import MRMerge
 from jobs.lib import html, maintext, xmlpage
 from drivers.fixtures.site import PAGES
-from tests.conftest import ROOT
-from tests.test_jobs import conf_file, page, run_job  # noqa: F401  (conf_file: fixture)
+from tests.helpers import ROOT
+from tests.helpers import page, run_job
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ import pytest
 
 from drivers.fixtures.site import FixtureSite
 from jobs.lib import counters as C, encoding, fetcher, httpio, netpolicy, plan, politeness, records as R
-from tests.conftest import test_conf
+from tests.helpers import test_conf
 
 pytestmark = pytest.mark.unit
 

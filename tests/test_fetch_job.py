@@ -13,42 +13,11 @@ from jobs.fetch import MRFetch
 from jobs.optimize import MROptimize
 from jobs.plan_fetch import MRPlanFetch
 from jobs.lib import counters as C, records as R
-from tests.conftest import test_conf
+from tests.helpers import (DELAY, check_one_doc_each, check_politeness, run_job_at_delay as run,
+                           test_conf)
 from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.job
-
-DELAY = 0.2
-
-
-def run(job_cls, tmp_path, records, *settings, args=(), runner='inline'):
-    conf = tmp_path / ('conf-%s.json' % job_cls.__name__)
-    conf.write_text(json.dumps(test_conf('politeness.delay=%s' % DELAY, *settings)))
-    lines = ''.join(json.dumps(r) + '\n' for r in records)
-    job = job_cls(['-r', runner, '--crawl-conf', str(conf)] + list(args))
-    job.sandbox(stdin=io.BytesIO(lines.encode()))
-    with make_runner(job) as runner:
-        runner.run()
-        out = [v for _, v in job.parse_output(runner.cat_output())]
-        counters = C.merge_steps(runner.counters())
-    return out, counters
-
-
-def check_politeness(site, delay=DELAY):
-    """From the server's log: requests at least *delay* apart, robots obeyed."""
-    times = sorted(r['t'] for r in site.requests)
-    gaps = [b - a for a, b in zip(times, times[1:])]
-    assert not gaps or min(gaps) >= delay * 0.95, (site.host, min(gaps))
-    assert '/private/secret.html' not in site.paths()
-    assert all(r['ua'].startswith('mrcrawl/') for r in site.requests)
-
-
-def check_one_doc_each(records, docs, counters):
-    assert sorted(r['url'] for r in docs) == sorted(r['url'] for r in records)
-    assert all(d['status'] in R.FETCH_STATUSES for d in docs)
-    by_status = sum(n for k, n in counters['fetch'].items()
-                    if k.startswith('fetch_') and k != 'fetch_bytes_total')
-    assert by_status == len(records) == counters['fetch']['urls_in_total']
 
 
 PATHS = ['/', '/a.html', '/b.html', '/a/1.html', '/private/secret.html', '/missing',
@@ -67,7 +36,7 @@ def test_many_hosts_fetched_at_once_politely(tmp_path):
             check_politeness(s)
             assert s.paths().count('/c.html') == 1        # the redirect target, once
     # One host alone needs ~7 x 0.2 s (robots.txt + 6 requests); five in sequence would
-    # need ~7 s. Hosts run at once, so the whole job stays well under that.
+    # need ~7 s. Hosts run_job_at_delay at once, so the whole job stays well under that.
     assert seconds < 5, seconds
     assert counters['fetch']['hosts_total'] == 5
     assert counters['fetch']['fetch_robots_denied_disallowed_total'] == 5

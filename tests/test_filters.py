@@ -7,8 +7,8 @@ from hypothesis import given, settings, strategies as st
 from jobs.generate import MRGenerate
 from jobs.lib import config, filters, urls
 from jobs.parse import MRParse
-from tests.conftest import test_conf
-from tests.test_jobs import run_job
+from tests.helpers import test_conf
+from tests.helpers import run_job
 
 pytestmark = pytest.mark.unit
 

@@ -28,7 +28,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from drivers.fixtures.site import FixtureSite
 from drivers.runtime.hdfs import WebHDFS, webhdfs_address
-from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
+from tests.helpers import ROOT, TEST_SETTINGS, history_jobs, read_records, read_xml
 
 pytestmark = pytest.mark.hadoop
 DEPTH = 2
@@ -174,23 +174,6 @@ class NodeKiller(TaskKiller):
         # between the NodeManager's death and its own (a fetch then, not the re-run's).
         self.t_kill = time.monotonic()
         self.node = k
-
-
-def history_jobs(since_ms, until_ms=None):
-    """The JobHistoryServer's record of every MapReduce job started between *since_ms* and
-    *until_ms*."""
-    conf = open(os.path.join(os.environ['HADOOP_CONF_DIR'], 'mapred-site.xml')).read()
-    addr = re.search(r'mapreduce.jobhistory.webapp.address</name><value>([^<]+)', conf).group(1)
-    base = 'http://%s/ws/v1/history/mapreduce/jobs' % addr
-    with urllib.request.urlopen(base, timeout=30) as r:
-        jobs = json.load(r)['jobs']['job'] or []
-    jobs = jobs if isinstance(jobs, list) else [jobs]     # Jersey: one job is no list
-    out = []
-    for j in jobs:
-        if j['startTime'] >= since_ms and (until_ms is None or j['startTime'] < until_ms):
-            with urllib.request.urlopen('%s/%s' % (base, j['id']), timeout=30) as r:
-                out.append(json.load(r)['job'])
-    return out
 
 
 def am_attempts(job):
@@ -562,7 +545,7 @@ def test_following_inside_a_yarn_fetch_task(tmp_path):
     out_uri = 'hdfs:///mrcrawl-it/follow-%s' % uuid.uuid4().hex[:8]
     fs = WebHDFS.from_uri(out_uri)
     from tests.pdfs import make_pdf
-    from tests.test_media import png
+    from tests.helpers import png
     poster = png()
     gallery = tmp_path / 'gallery.toml'
     gallery.write_text('[site]\nhosts = ["127.0.0.2"]\n[resources.image]\n'

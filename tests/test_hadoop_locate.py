@@ -9,7 +9,7 @@ import pytest
 from drivers.cli import main as cli
 from drivers.runtime import hadoop_locate
 from drivers.runtime.hadoop_locate import NoHadoop, locate
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
 

@@ -1,6 +1,6 @@
-"""The hadoop runner's parts (drivers/runtime/hadoop.py, drivers/runtime/hdfs.py MrjobWebHDFS, the jobs'
-per-job Hadoop settings). The tests marked ``hadoop`` use the real test cluster
-(``make test`` starts it); the others need none."""
+"""The hadoop runner's parts (drivers/runtime/hadoop.py, drivers/runtime/hdfs.py
+MrjobWebHDFS, the jobs' per-job Hadoop settings). The tests marked ``hadoop`` use the
+real test cluster (``make test`` starts it); the others need none."""
 import json
 import os
 import time
@@ -11,8 +11,8 @@ import pytest
 
 from drivers.runtime import hadoop
 from jobs.lib import config
-from tests.conftest import TEST_SETTINGS
-from tests.test_hadoop import history_jobs
+from tests.helpers import TEST_SETTINGS
+from tests.helpers import history_jobs
 
 pytestmark = pytest.mark.unit
 
@@ -67,7 +67,7 @@ def test_every_module_the_jobs_import_is_in_the_deps_archive():
     import re
     import sys
     from importlib import metadata
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     def requires(dist):
         try:
@@ -281,7 +281,7 @@ def test_a_multi_step_job_runs_its_small_steps_in_the_driver(tmp_path, site):
     from drivers.crawl import Crawl
     from drivers.runtime.hdfs import WebHDFS
     from jobs.merge import MRMerge
-    from tests.conftest import crawl_site, read_records, test_conf
+    from tests.helpers import crawl_site, read_records, test_conf
     local_out, _ = crawl_site(site, tmp_path, test_conf(), depth=1)
     names = sorted(os.listdir(os.path.join(local_out, 'out')))
     sizes = 0
@@ -331,7 +331,7 @@ def test_fetch_lists_in_the_driver_and_the_fetch_on_yarn(tmp_path, site):
     from drivers.runtime.hdfs import WebHDFS
     from jobs.fetch import MRFetch
     from jobs.lib import plan
-    from tests.conftest import test_conf
+    from tests.helpers import test_conf
     base = 'hdfs:///mrcrawl-it/lists-%s' % uuid.uuid4().hex[:8]
     fs = WebHDFS.from_uri(base)
     with FixtureSite('127.0.0.2') as other:

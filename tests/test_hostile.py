@@ -20,8 +20,8 @@ from jobs.fetch import MRFetch
 from jobs.lib import config, extract, fetcher, html, netpolicy, records as R, sitemaps, \
     sites, urls, xmlpage
 from jobs.parse import MRParse
-from tests.conftest import ROOT, TEST_SETTINGS, read_records, test_conf
-from tests.test_fetch_job import check_one_doc_each, run
+from tests.helpers import (ROOT, TEST_SETTINGS, check_one_doc_each, read_records,
+                           run_job_at_delay as run, test_conf)
 
 pytestmark = pytest.mark.unit
 

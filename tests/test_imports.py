@@ -21,7 +21,7 @@ import os
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -52,7 +52,8 @@ def imports(path, known):
     project's modules it names (``from pkg import mod`` names pkg.mod)."""
     lines = open(path).read().split('\n')
     tree = ast.parse('\n'.join(lines))
-    nested = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+    nested = {id(n) for f in ast.walk(tree)
+              if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
               for n in ast.walk(f) if n is not f}
     found = []
     for node in ast.walk(tree):
@@ -156,3 +157,24 @@ def test_the_test_sees_every_room_and_the_known_edges():
     assert {'drivers.crawler_driver', 'drivers.runtime.steps', 'jobs.lib.counters'} <= crawl
     fetch = {name for _, name, _, _ in imports(known['jobs.fetch'], known)}
     assert 'jobs.base' in fetch and 'jobs.lib.fetcher' in fetch
+
+
+def test_no_test_module_imports_another():
+    """Shared helpers live in tests/helpers.py (fixtures in conftest.py), and the
+    fixture sites' helpers are public: a test module imports no other test module and
+    no private name of drivers/fixtures/."""
+    found = []
+    for name in sorted(os.listdir(os.path.join(ROOT, 'tests'))):
+        if not name.endswith('.py'):
+            continue
+        path = os.path.join(ROOT, 'tests', name)
+        for node in ast.walk(ast.parse(open(path).read())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                if node.module.startswith('tests.test_') or \
+                        node.module.startswith('drivers.fixtures') and any(
+                            a.name.startswith('_') for a in node.names):
+                    found.append('tests/%s:%d %s' % (name, node.lineno, node.module))
+            elif isinstance(node, ast.Import):
+                found += ['tests/%s:%d %s' % (name, node.lineno, a.name)
+                          for a in node.names if a.name.startswith('tests.test_')]
+    assert found == []

@@ -21,8 +21,8 @@ from drivers.reports.html import chart_drawer, collect, main_report
 from drivers.reports.charts import charts
 from jobs.index_rows import MRIndexRows
 from jobs.lib import records as R
-from tests.conftest import ROOT, crawl_site, read_records, test_conf
-from tests.test_jobs import run_job
+from tests.helpers import ROOT, crawl_site, read_records, test_conf
+from tests.helpers import run_job
 
 pytestmark = pytest.mark.unit
 

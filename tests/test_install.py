@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers import ROOT
 
 # Each test installs the wheel into a new environment: as slow as a crawl.
 pytestmark = pytest.mark.crawl

@@ -2,8 +2,8 @@
 import pytest
 import os
 
-from jobs.inverted_index import MRInvertedIndex, read_index
 from jobs.lib import xmlpage
+from tests.helpers import run_index
 
 pytestmark = pytest.mark.job
 
@@ -23,18 +23,6 @@ def write_xml_folder(folder):
     with open(os.path.join(folder, 'part-00001'), 'w', encoding='utf-8') as f:
         f.write('%s\t%s\n' % (pages[1]['url'], xmlpage.page_xml(pages[1])))
         f.write('not a document line\n')
-
-
-def run_index(runner, *inputs):
-    job = MRInvertedIndex(['-r', runner] + list(inputs))
-    with job.make_runner() as r:
-        r.run()
-        lines = [line.decode() for line in r.cat_output()]
-        counters = {}
-        for step in r.counters():
-            for name, n in step.get('inverted_index', {}).items():
-                counters[name] = counters.get(name, 0) + n
-    return read_index(lines), counters
 
 
 def check(index, counters):

@@ -6,14 +6,13 @@ import json
 import pytest
 
 from jobs.lib import counters as C
-from jobs.anchors import MRAnchors
 from jobs.merge import MRMerge
 from jobs.merge_join import MRMergeJoin
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
 from jobs.generate import MRGenerate
 from drivers.runtime.launch import make_runner
-from tests.conftest import ROOT, test_conf
+from tests.helpers import ROOT, page, run_job, run_merge, test_conf
 
 pytestmark = pytest.mark.job
 
@@ -23,41 +22,6 @@ def conf_file(tmp_path):
     path = tmp_path / 'conf.json'
     path.write_text(json.dumps(test_conf()))
     return str(path)
-
-
-def run_job(job_cls, conf_file, records, *args, raw_lines=()):
-    lines = [json.dumps(r) for r in records] + list(raw_lines)
-    job = job_cls(['-r', 'inline', '--crawl-conf', conf_file] + list(args))
-    job.sandbox(stdin=io.BytesIO(('\n'.join(lines) + '\n').encode()))
-    with make_runner(job) as runner:
-        runner.run()
-        out = [value for _, value in job.parse_output(runner.cat_output())]
-        return out, C.merge_steps(runner.counters())
-
-
-def run_merge(conf_file, records, *args):
-    """The merge as the driver runs it: MRMerge over *records* (page records) into
-    merge_map records, MRAnchors over the pages and those, then MRMergeJoin over both
-    and the pages again. Returns the merged records and the jobs' counters (groups
-    merge and merge_join)."""
-    from drivers.merge_driver import merge_step
-    maps, counters = run_job(MRMerge, conf_file, records, *args)
-    assert all(m['kind'] == 'merge_map' for m in maps)
-    pages = [r for r in records if r.get('kind') == 'page']
-    anchors, anchor_counters = run_job(MRAnchors, conf_file, pages + maps, *args)
-    assert all(a['kind'] == 'anchors' for a in anchors)
-    out, join_counters = run_job(MRMergeJoin, conf_file, maps + anchors + pages, *args)
-    return out, merge_step(*({'counters': c, 'seconds': 0} for c in (
-        counters, anchor_counters, join_counters)))['counters']
-
-
-def page(url, links=(), status='fetched', depth=0, **kw):
-    rec = {'kind': 'page', 'url': url, 'depth': depth, 'layer': depth, 'status': status,
-           'http_status': 200, 'final_url': url, 'digest': 'sha1:' + url,
-           'fetch_time': '2026-11-30T00:00:00Z', 'links': [{'url': u, 'text': '', 'rel': ''}
-                                                          for u in links]}
-    rec.update(kw)
-    return rec
 
 
 def test_optimize_is_an_exact_anti_join(conf_file):
@@ -178,7 +142,7 @@ def test_a_job_cut_into_step_ranges_gives_the_same_records(conf_file):
     """--step-range (a Hadoop crawl cuts a multi-step job after its first step): MRMerge
     as steps 0:1 then 1:, the first range's key/value lines the second's input, gives
     the records and counters of the whole job."""
-    from tests.test_merge import article, flip_words
+    from tests.helpers import article, flip_words
     text = article(3)
     pages = [page('http://h/a', digest='D1', links=['http://h/b']),
              page('https://h/copy', digest='D1'),
@@ -223,7 +187,7 @@ def test_inline_runner_reads_input_files_in_place_with_the_local_runners_result(
     import gzip
     import os
     from jobs.index_rows import MRIndexRows
-    from tests.conftest import read_records
+    from tests.helpers import read_records
     pages = [page('http://h%d/p%d' % (i % 3, i), links=['http://h%d/p%d' % (i % 2, i + 1)])
              for i in range(40)]
     for p in pages:
@@ -308,7 +272,7 @@ def test_local_runner_splits_give_mrjobs_result(conf_file, tmp_path):
     from mrjob.local import LocalMRJobRunner
     from jobs.index_rows import MRIndexRows
     from drivers.runtime.runners import LocalRunner
-    from tests.conftest import read_records
+    from tests.helpers import read_records
 
     pages = [page('http://h%d/p%d' % (i % 7, i),
                   links=['http://h%d/p%d' % (j % 5, (i * j) % 97) for j in range(6)])
@@ -383,7 +347,7 @@ class MRTaskProbe(MRParse):
     def mapper_probe(self, _, line):
         import os
         import setproctitle
-        from tests.conftest import ROOT  # noqa: F401  (the test package imports here)
+        from tests.helpers import ROOT  # noqa: F401  (the test package imports here)
         for rec in self.records(line, 'page'):
             if rec['url'].endswith('/die'):
                 os.kill(os.getpid(), 9)
@@ -399,7 +363,7 @@ class MRTaskProbe(MRParse):
 
 
 def _probe(conf_file, tmp_path, urls):
-    from tests.conftest import read_records
+    from tests.helpers import read_records
     src = tmp_path / 'in'
     src.mkdir(exist_ok=True)
     (src / 'part-00000').write_text(''.join(json.dumps(page(u)) + '\n' for u in urls))
@@ -491,10 +455,10 @@ def test_a_failed_or_killed_forked_task_fails_the_step(conf_file, tmp_path, how,
 
 @pytest.mark.unit
 def test_runners_override_only_what_mrjob_0_7_4_has():
-    """mrcrawl's runners (drivers/runtime/runners.py, drivers/runtime/hadoop.py) override private members of
-    mrjob's runners. If mrjob renamed one, the override would silently never run: every
-    private method they define is either one of mrjob's (found in its classes) or one of
-    their own helpers, listed here. mrjob is pinned (setup.cfg) for the same reason."""
+    """mrcrawl's runners (drivers/runtime/runners.py, drivers/runtime/hadoop.py) override
+    private members of mrjob's runners. If mrjob renamed one, the override would silently
+    never run: every private method they define is either one of mrjob's (found in its
+    classes) or one of their own helpers, listed here. mrjob is pinned (setup.cfg) for the same reason."""
     import mrjob
     from drivers.runtime import hadoop
     from drivers.runtime import runners

@@ -4,7 +4,7 @@ import threading
 import time
 
 from jobs.lib.keyqueue import KeyQueues, capacity, keys_in_flight
-from tests.conftest import test_conf
+from tests.helpers import test_conf
 
 pytestmark = pytest.mark.unit
 

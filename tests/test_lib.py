@@ -221,7 +221,7 @@ def test_counter_names_live_in_counters_py_only():
     import glob
     import os
     import re
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
     name = re.compile(r'^[a-z0-9%][a-z0-9_%]*_total$')
     sources = {}
     for path in glob.glob(os.path.join(ROOT, 'jobs', '**', '*.py'), recursive=True) + \
@@ -262,7 +262,7 @@ def test_code_stays_within_its_size_bars():
     import ast
     import glob
     import os
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
     too_long, undocumented = [], []
     for path in glob.glob(os.path.join(ROOT, 'jobs', '**', '*.py'), recursive=True) + \
             glob.glob(os.path.join(ROOT, 'drivers', '**', '*.py'), recursive=True):

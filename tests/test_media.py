@@ -15,7 +15,7 @@ from lxml import etree
 from PIL import Image
 
 from jobs.lib import counters as C, media, records as R, sites
-from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
+from tests.helpers import ROOT, crawl_site, png, read_records, read_xml, test_conf
 
 pytestmark = pytest.mark.unit
 
@@ -23,15 +23,6 @@ GALLERY_TOML = os.path.join(ROOT, 'tests', 'data', 'sites', 'gallery.toml')
 SCHEMA = os.path.join(ROOT, 'conf', 'page.xsd')
 with open(os.path.join(ROOT, 'tests', 'data', 'media', 'trailer.mp4'), 'rb') as _f:
     TRAILER = _f.read()      # 1 s of ffmpeg's test pattern, 96x64, H.264 (2 KB)
-
-
-def png(width=640, height=400, mode='RGB'):
-    im = Image.new(mode, (width, height))
-    im.putdata([((x * 7) % 256, (y * 5) % 256, 90)[:len(mode)] if mode != 'L' else x % 256
-                for y in range(height) for x in range(width)])
-    buf = io.BytesIO()
-    im.save(buf, 'PNG')
-    return buf.getvalue()
 
 
 def keep(store, data, content_type, url='http://h/f'):

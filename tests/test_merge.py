@@ -6,26 +6,9 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from jobs.lib import simhash
-from tests.test_jobs import conf_file, page, run_merge  # noqa: F401  (conf_file: fixture)
+from tests.helpers import article, flip_words, page, run_merge
 
 pytestmark = pytest.mark.job
-
-WORDS = ('river harbour orchard winter bread bird forest market school evening light '
-         'visitor spring garden library train cook map letter song game colour').split()
-
-
-def article(seed, n=400):
-    rnd = random.Random(seed)
-    return ' '.join(rnd.choice(WORDS) + str(rnd.randrange(50)) for _ in range(n))
-
-
-def flip_words(text, n, seed=1):
-    """*text* with *n* words replaced (a date, a session id...)."""
-    w = text.split()
-    rnd = random.Random(seed)
-    for i in rnd.sample(range(len(w)), n):
-        w[i] = 'changed%d' % rnd.randrange(10 ** 6)
-    return ' '.join(w)
 
 
 @pytest.mark.unit

@@ -3,9 +3,9 @@ import pytest
 import os
 
 from drivers.crawl import Crawl
-from drivers.fixtures.site import _page
+from drivers.fixtures.site import html_page
 
-from tests.conftest import crawl_site, at, current_xml, read_records, read_xml, test_conf
+from tests.helpers import at, crawl_site, current_xml, read_records, read_xml, test_conf
 
 pytestmark = pytest.mark.crawl
 
@@ -38,7 +38,7 @@ def test_recrawl_fetches_due_pages_and_adapts_intervals(site, tmp_path):
     assert read_xml(os.path.join(out, 'xml'))
 
     # Eight days later: one page changed, one is gone, the rest did not change.
-    site.overrides['/a.html'] = _page('Page A, new edition', '<p>changed</p>')
+    site.overrides['/a.html'] = html_page('Page A, new edition', '<p>changed</p>')
     site.overrides['/dup.html'] = None
     mark = len(site.requests)
     _cycle(out, conf, at(8))

@@ -15,8 +15,8 @@ from drivers.fixtures.site import FixtureSite
 from jobs.fetch import MRFetch
 from jobs.lib import counters as C, sites
 from jobs.lib.sites import SiteConfigError
-from tests.conftest import crawl_site, current_xml, read_records, test_conf
-from tests.test_fetch_job import DELAY, check_politeness
+from tests.helpers import crawl_site, current_xml, read_records, test_conf
+from tests.helpers import DELAY, check_politeness
 from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.browser
@@ -400,7 +400,7 @@ def test_a_task_that_renders_nothing_needs_no_render_distribution():
             "from jobs.lib.render import Renderer\n"
             "from jobs.lib.netpolicy import Resolver\n"
             "from jobs.lib.robots import RobotsCache\n"
-            "from tests.conftest import test_conf\n"
+            "from tests.helpers import test_conf\n"
             "r = Renderer(test_conf(), RobotsCache(), Resolver(True))\n"
             "assert list(r.steps(type('F', (), {'steps': lambda *a: iter([{}]), 'key': 'k', 'slot': None})(),"
             " [], 0, 'k')) == [{}]\n"

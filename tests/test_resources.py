@@ -19,8 +19,8 @@ from jobs.generate import MRGenerate
 from jobs.lib import sites, xmlpage
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
-from tests.conftest import ROOT, crawl_site, read_records, read_xml, test_conf
-from tests.test_jobs import page, run_job
+from tests.helpers import ROOT, crawl_site, read_records, read_xml, test_conf
+from tests.helpers import page, run_job
 
 pytestmark = pytest.mark.job
 

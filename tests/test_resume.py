@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT, TEST_SETTINGS, read_records, read_xml
+from tests.helpers import ROOT, TEST_SETTINGS, outcome
 from drivers.fixtures.site import FixtureSite
 
 pytestmark = pytest.mark.crawl
@@ -21,21 +21,6 @@ def start_crawl(seeds, out, quiet=True):
     args += ['--set', 'politeness.delay=0.02']
     return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
-
-
-def outcome(out, base):
-    """What a crawl produced, without times: statuses per layer, xml pages, crawldb."""
-    def strip(u):
-        return u.replace(base, '')
-    docs = {}
-    for layer in sorted(os.listdir(os.path.join(out, 'out'))):
-        for d in read_records(os.path.join(out, 'out', layer)):
-            docs[strip(d['url'])] = (layer, d['status'], d['http_status'])
-    xml = sorted(strip(u) for u in read_xml(os.path.join(out, 'xml')))
-    newest = sorted(os.listdir(os.path.join(out, 'crawldb')))[-1]
-    db = sorted((strip(r['url']), r['status'], r['depth'])
-                for r in read_records(os.path.join(out, 'crawldb', newest)))
-    return docs, xml, db
 
 
 def completed(out):

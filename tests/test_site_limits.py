@@ -9,8 +9,8 @@ from jobs.generate import MRGenerate
 from jobs.lib import sites
 from jobs.lib.politeness import SiteDelays
 from jobs.lib.sites import SiteConfigError
-from tests.conftest import crawl_site, test_conf
-from tests.test_jobs import run_job
+from tests.helpers import crawl_site, test_conf
+from tests.helpers import run_job
 
 pytestmark = pytest.mark.job
 

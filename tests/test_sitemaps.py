@@ -9,8 +9,8 @@ import pytest
 
 from jobs.lib import config, sitemaps
 from jobs.parse import MRParse
-from tests.conftest import crawl_site, test_conf
-from tests.test_jobs import run_job
+from tests.helpers import crawl_site, test_conf
+from tests.helpers import run_job
 
 pytestmark = pytest.mark.unit
 
@@ -163,7 +163,7 @@ def test_parse_job_reads_url_sources(tmp_path):
 @pytest.mark.crawl
 def test_crawl_reads_sitemaps_from_robots_txt(site, tmp_path):
     from drivers.fixtures.site import HIDDEN, ROBOTS, SITEMAP_INDEX
-    from tests.conftest import read_records, read_xml
+    from tests.helpers import read_records, read_xml
 
     site.robots = ROBOTS + b'Sitemap: ' + site.url(SITEMAP_INDEX).encode() + b'\n'
     # Seed: a page without links. robots.txt (layer 1) -> index (2) -> sitemaps (3) ->
@@ -220,8 +220,8 @@ def test_next_cycle_fetches_the_page_a_sitemap_dates_after_its_fetch(site, tmp_p
     from datetime import datetime, timedelta, timezone
 
     from drivers.crawl import Crawl
-    from drivers.fixtures.site import ROBOTS, _page
-    from tests.conftest import at, read_records
+    from drivers.fixtures.site import ROBOTS, html_page
+    from tests.helpers import at, read_records
 
     # A lastmod an hour from now, written in another zone: after cycle 1's fetch of the
     # page, before cycle 2's time (two hours from now).
@@ -235,7 +235,7 @@ def test_next_cycle_fetches_the_page_a_sitemap_dates_after_its_fetch(site, tmp_p
         '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">%s</urlset>'
         % urlset).encode())
     for p in entries:
-        site.overrides[p] = _page('Listed ' + p, '<p>In the sitemap.</p>')
+        site.overrides[p] = html_page('Listed ' + p, '<p>In the sitemap.</p>')
     site.robots = ROBOTS + b'Sitemap: ' + site.url('/lm/sitemap.xml').encode() + b'\n'
 
     # sitemaps.enabled alone (no fetch.keep_types); a month between re-fetches.

@@ -17,8 +17,8 @@ from drivers.cli.extract import main_extract
 from jobs.lib import config, extract, sites, topic, urls, xmlpage
 from jobs.optimize import MROptimize
 from jobs.parse import MRParse
-from tests.conftest import ROOT, read_records, read_xml, test_conf
-from tests.test_jobs import run_job, run_merge
+from tests.helpers import ROOT, read_records, read_xml, test_conf
+from tests.helpers import run_job, run_merge
 
 pytestmark = pytest.mark.unit
 

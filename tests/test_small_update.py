@@ -7,11 +7,11 @@ import os
 
 import orjson
 
-from drivers.fixtures.site import _links, _page
+from drivers.fixtures.site import html_page, link_list
 from jobs.lib import counters as C
 from jobs.optimize import MROptimize
-from tests.conftest import crawl_site, read_records, test_conf
-from tests.test_jobs import run_job
+from tests.helpers import crawl_site, read_records, test_conf
+from tests.helpers import run_job
 
 pytestmark = pytest.mark.job
 
@@ -109,9 +109,9 @@ def test_a_layer_with_nothing_left_to_select_is_not_generated(site, tmp_path):
     unfetched URL within the depth, so in/002 is made empty without a generate job and
     the crawl stops there. With a host cap of one URL a layer, the URLs held back are
     counted and generated in turn; the generate after the last of them is skipped."""
-    site.overrides['/'] = _page('Home', _links('/t/a.html', '/t/b.html'))
+    site.overrides['/'] = html_page('Home', link_list('/t/a.html', '/t/b.html'))
     for name in ('a', 'b'):
-        site.overrides['/t/%s.html' % name] = _page(name, _links('/'))
+        site.overrides['/t/%s.html' % name] = html_page(name, link_list('/'))
     for cap, generated in ((0, ['001']), (1, ['001', '002'])):
         (tmp_path / ('cap%d' % cap)).mkdir()
         out, report = crawl_site(site, tmp_path / ('cap%d' % cap),
@@ -144,17 +144,17 @@ def test_pagerank_is_made_when_the_layer_that_would_have_made_it_skipped_its_gen
     """generate.strategy = pagerank, every 2 layers: cycle 1 ends at layer 2 with its
     generate skipped, so pagerank/002 is never made; cycle 2's layer 3 finds a new page
     and its generate makes pagerank/003 instead of reading the missing 002."""
-    site.overrides['/'] = _page('Home', _links('/t/a.html'))
-    site.overrides['/t/a.html'] = _page('a', _links('/t/c.html'))
-    site.overrides['/t/c.html'] = _page('c', _links('/'))
+    site.overrides['/'] = html_page('Home', link_list('/t/a.html'))
+    site.overrides['/t/a.html'] = html_page('a', link_list('/t/c.html'))
+    site.overrides['/t/c.html'] = html_page('c', link_list('/'))
     conf = test_conf('generate.strategy=pagerank', 'generate.pagerank_every=2',
                      'recrawl.interval=0')
     out, _ = crawl_site(site, tmp_path, conf, 4)
     with open(os.path.join(out, 'steps', 'generate-003.json')) as f:
         assert json.load(f)['made_by'] == 'optimize'
     assert sorted(os.listdir(os.path.join(out, 'pagerank'))) == ['000']
-    site.overrides['/t/c.html'] = _page('c', _links('/', '/t/d.html'))
-    site.overrides['/t/d.html'] = _page('d', _links('/'))
+    site.overrides['/t/c.html'] = html_page('c', link_list('/', '/t/d.html'))
+    site.overrides['/t/d.html'] = html_page('d', link_list('/'))
     out, report = crawl_site(site, tmp_path, conf, 4)
     assert sorted(os.listdir(os.path.join(out, 'pagerank'))) == ['000', '003']
     with open(os.path.join(out, 'steps', 'generate-004.json')) as f:

@@ -8,8 +8,8 @@ from drivers.crawl import Crawl
 from jobs.generate import MRGenerate
 from jobs.optimize import MROptimize
 from jobs.pagerank import MRPageRank
-from tests.conftest import read_records, test_conf
-from tests.test_jobs import page, run_job
+from tests.helpers import read_records, test_conf
+from tests.helpers import page, run_job
 
 pytestmark = pytest.mark.job
 

@@ -13,8 +13,8 @@ import sys
 import time
 
 from drivers.fixtures.site import FixtureSite
-from tests.conftest import ROOT, TEST_SETTINGS, read_records
-from tests.test_resume import outcome
+from tests.helpers import ROOT, TEST_SETTINGS, read_records
+from tests.helpers import outcome
 from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.job

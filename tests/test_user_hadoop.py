@@ -23,7 +23,7 @@ from drivers.fixtures.site import FixtureSite
 from drivers.runtime.hadoop_locate import read_site
 from drivers.runtime.hdfs import WebHDFS
 from tests import tarball_hadoop
-from tests.conftest import ROOT, TEST_SETTINGS
+from tests.helpers import ROOT, TEST_SETTINGS
 
 pytestmark = pytest.mark.hadoop
 

@@ -19,10 +19,10 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from drivers.crawl import Crawl
-from drivers.fixtures.site import FixtureSite, _page
+from drivers.fixtures.site import FixtureSite, html_page
 from jobs.lib import records as R, taskfiles, warcfile
 from jobs.warc import MRWarc
-from tests.conftest import at, crawl_site, read_records, test_conf
+from tests.helpers import at, crawl_site, read_records, test_conf
 from drivers.runtime.launch import make_runner
 
 pytestmark = pytest.mark.unit
@@ -339,7 +339,7 @@ def test_recrawl_writes_revisit_records_for_unchanged_pages(site, tmp_path):
             if r['type'] == 'response':
                 originals[(r['h']['WARC-Target-URI'], r['h']['WARC-Date'])] = r
 
-    site.overrides['/a.html'] = _page('Page A, new edition', '<p>changed</p>')
+    site.overrides['/a.html'] = html_page('Page A, new edition', '<p>changed</p>')
     site.overrides['/dup.html'] = None
     # The next cycle (`mrcrawl recrawl`): its first layer is layer 2.
     Crawl(out, conf, runner='inline', depth=None, progress=lambda m: None).run(None, at(8))
@@ -595,7 +595,7 @@ def test_fetcher_keeps_robots_txt_and_redirect_answers_without_the_cookie(site, 
     is sent on (the server sees it) but no archived request names it."""
     from jobs.lib import fetcher
     site.robots_status = 404
-    site.overrides['/cookie.html'] = ('typed', 'text/html', _page('Cookie', ''),
+    site.overrides['/cookie.html'] = ('typed', 'text/html', html_page('Cookie', ''),
                                       [('Set-Cookie', 'sid=secret123; Path=/')])
     conf = test_conf(*SETTINGS)
     paths = ['/cookie.html', '/fault/redirect-chain?n=2', '/a.html']
