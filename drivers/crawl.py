@@ -2,7 +2,7 @@
 
     seeds -> in/000                                     (inject)
     for each layer L = 0 .. depth:
-        CrawlerDriver.fetch      in/L  -> out/L (or doc/L)  drivers/crawler_driver.py
+        CrawlerDriver.fetch      in/L  -> doc/L             drivers/crawler_driver.py
         ParserDriver.parse       doc/L -> out/L             drivers/parser_driver.py
         OptimizerDriver.update   out/L -> crawldb/L         drivers/optimizer_driver.py
         OptimizerDriver.generate crawldb/L -> in/L+1
@@ -11,8 +11,12 @@
     HtmlToXmlDriver.xml          merged/ -> xml/            drivers/html_to_xml_driver.py
     finish: report.json, report.html (drivers/reports/summary.py, drivers/reports/html.py)
 
-Each driver runs its jobs for a layer (listed in its docstring; with fetch.parse on, the
-parse runs inside the fetch). A cycle (drivers/folder/cycles.py) is this loop once.
+Each driver owns its folders and decisions, even where its work runs fused inside
+another's job. By default (fetch.parse) the fetch parses each page as it arrives and
+writes out/L itself: ParserDriver decides so and names the fetch's output. The merge
+join's tasks write each page's XML document beside its merged record: HtmlToXmlDriver
+records that step and installs xml/. A cycle (drivers/folder/cycles.py) is this loop
+once.
 
 Each step writes to OUT/tmp/<step> (with the files its tasks passed), renamed into place
 once it succeeded and its counters are in OUT/steps/<step>.json. A step whose output
@@ -73,11 +77,6 @@ class Crawl(StepRunner):
         self.merger = MergeDriver(self)
         self.html_to_xml = HtmlToXmlDriver(self)
 
-    @property
-    def fused_parse(self):
-        """fetch.parse: the fetch job parses and writes out/; no parse job, no doc/."""
-        return self.conf['fetch']['parse']
-
     # -- paths ----------------------------------------------------------------------
 
     def path(self, *parts):
@@ -92,8 +91,7 @@ class Crawl(StepRunner):
             settings.check_folder(self.out, existing)
             self.fs.check_writable(self.out)
             settings.mark(self.fs, self.out)
-            for sub in ('in', 'out', 'crawldb', 'steps') + (
-                    () if self.fused_parse else ('doc',)):
+            for sub in ('in', 'crawldb', 'steps') + self.parser.folders():
                 self.fs.mkdirs(self.path(sub))
         except (settings.FolderRefused, OSError) as e:
             raise CrawlError(str(e) if isinstance(e, settings.FolderRefused) else

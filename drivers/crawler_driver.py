@@ -66,9 +66,7 @@ class CrawlerDriver:
         if bins > 1 and self.plan_needed(hosts_in, c.path('plan', L)):
             self.plan(steps, L, args + ['--bins', str(bins)], bins)
         c.fs.rm(c.path('plan_sums', L))
-        doc = c.path('doc', L)
-        fused = c.fused_parse and not c.fs.exists(doc)
-        fetched = c.path('out', L) if fused else doc
+        fused, fetched = c.parser.fused(layer), c.parser.fetch_output(layer)
         archive = self.warc_args('mrcrawl-L' + L) if c.warc_enabled else []
         runner = 'inline' if inline else None
         fetch_args = ['--bins', str(bins)] + (self.plan_args(L) if bins > 1 else [])
@@ -95,7 +93,7 @@ class CrawlerDriver:
             c.fs.write_text(c.fs.join(meta, '_SUCCESS'), '')
         if archive and not fused:
             self.clear_warc_files(c.path('warc_index', L), 'mrcrawl-L' + L)
-            c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [doc], c.path('warc_index', L),
+            c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [fetched], c.path('warc_index', L),
                          args + archive)
 
     def robots_read(self, layer):

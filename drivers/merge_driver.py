@@ -335,27 +335,29 @@ class MergeDriver:
         previous = self.previous()
         delta = c.path('delta', build)
         with_delta = bool(previous and not c.fs.exists(delta))
-        for name, option in (('merged', '--merged-dir'), ('xml', '--xml-dir'),
-                             ('signatures', '--signature-dir'), ('pages', '--pages-dir')):
+        for name, option in (('merged', '--merged-dir'), ('signatures', '--signature-dir'),
+                             ('pages', '--pages-dir')):
             args += c.task_path_args(option, sides[name])
+        args += c.html_to_xml.join_args(sides['xml'])
         if with_delta:
             args += c.task_path_args('--delta-dir', sides['delta'])
             inputs.append(previous)
         fresh, join = self.run_join(inputs, args, sides)
-        moves = [('pages', c.path('store', build)), ('xml', c.path('xml')),
-                 ('signatures', c.path('signatures'))]
+        moves = [('pages', c.path('store', build)), ('signatures', c.path('signatures'))]
         if with_delta:
             moves.append(('delta', delta))
         if fresh:
-            made = {'seconds': 0.0, 'made_by': 'mergejoin'}
-            xml = dict(made, counters={C.XML: join['counters'].pop(C.XML, {})})
-            changes = dict(made, counters={C.DELTA: join['counters'].pop(C.DELTA, {})})
+            xml = join['counters'].pop(C.XML, {})    # the documents' counters: xml's
+            changes = {'seconds': 0.0, 'made_by': 'mergejoin',
+                       'counters': {C.DELTA: join['counters'].pop(C.DELTA, {})}}
             c.report.save_step('mergejoin', join)
-            c.report.save_step('xml', xml)
+            c.html_to_xml.joined(xml)
             if with_delta:
                 c.report.save_step('delta-' + build, changes)
                 self.delta_progress(changes)
-        self.move_sides(sides, moves + [('merged', c.path('merged'))])
+        self.move_sides(sides, moves)
+        c.html_to_xml.install(sides['xml'])
+        self.move_sides(sides, [('merged', c.path('merged'))])     # last: the join is done
         for name in c.fs.listdir(c.path('store')):
             if name != build:       # no signature names an earlier build's store now
                 c.fs.rm(c.path('store', name))

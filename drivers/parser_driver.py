@@ -6,7 +6,9 @@
 
 With fetch.parse on (the default) the fetch job parses each page as it arrives and
 writes out/L itself, so a layer has no parse job and no doc/: the parse then runs
-inside CrawlerDriver's fetch, and :meth:`ParserDriver.parse` has nothing to do.
+inside CrawlerDriver's fetch (Nutch's ``fetcher.parse``), and :meth:`ParserDriver.parse`
+has nothing to do. Either way ParserDriver decides (:meth:`fused`) and names the
+folders: where the fetch writes (:meth:`fetch_output`) and which the crawl makes.
 """
 from drivers.folder.cycles import layer_name
 from jobs.lib import counters as C
@@ -17,6 +19,21 @@ from jobs.reparse import MRReparse
 class ParserDriver:
     def __init__(self, crawl):
         self.crawl = crawl
+
+    def folders(self):
+        """The folders the crawl makes for the parse: out/, and doc/ for a separate one."""
+        return ('out',) if self.crawl.conf['fetch']['parse'] else ('out', 'doc')
+
+    def fused(self, layer):
+        """Whether layer *layer*'s fetch parses: fetch.parse is on, and no doc/L of a run
+        that fetched it without parsing is there to parse (the setting changed while
+        the layer was under way: its fetched pages are parsed, not fetched again)."""
+        c = self.crawl
+        return c.conf['fetch']['parse'] and not c.fs.exists(c.path('doc', layer_name(layer)))
+
+    def fetch_output(self, layer):
+        """Where layer *layer*'s fetch writes: out/L when it parses, else doc/L."""
+        return self.crawl.path('out' if self.fused(layer) else 'doc', layer_name(layer))
 
     def parse(self, layer, steps):
         """doc/L -> out/L, unless the fetch parsed (no doc/L)."""

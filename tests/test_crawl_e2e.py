@@ -350,6 +350,23 @@ def test_crawl_with_a_separate_parse_job(site, tmp_path):
     check_whole_output(site, out, report)
 
 
+@pytest.mark.unit
+def test_parser_driver_decides_whether_the_fetch_parses_and_where_it_writes(tmp_path):
+    """fetch.parse on: the fetch writes out/L, unless a run without it left doc/L (its
+    pages are then parsed, not fetched again); off: doc/L, and the crawl makes doc/."""
+    fused = Crawl(str(tmp_path / 'a'), test_conf(), runner='inline', depth=1)
+    assert fused.parser.folders() == ('out',)
+    assert fused.parser.fused(0) and fused.parser.fetch_output(0) == fused.path('out', '000')
+    fused.fs.mkdirs(fused.path('doc', '001'))
+    assert not fused.parser.fused(1) and fused.parser.fetch_output(1) == fused.path('doc', '001')
+    assert fused.parser.fused(0)
+    separate = Crawl(str(tmp_path / 'b'), test_conf('fetch.parse=false', 'fetch.follow_hops=0'),
+                     runner='inline', depth=1)
+    assert separate.parser.folders() == ('out', 'doc')
+    assert not separate.parser.fused(0)
+    assert separate.parser.fetch_output(0) == separate.path('doc', '000')
+
+
 def test_rerun_of_a_finished_crawl_fetches_nothing(site, tmp_path):
     out, report = crawl_fixture(site, tmp_path, 'inline', depth=1)
     n = len(site.requests)
