@@ -44,6 +44,7 @@ RESULTS = os.path.join(BENCH, 'results')
 sys.path.insert(0, BENCH)
 
 from analyze import analyze  # noqa: E402
+from sources import mrcrawl_source  # noqa: E402
 from server import Nginx  # noqa: E402
 
 POINTS = {
@@ -269,24 +270,6 @@ def measure(cmd, timeout, env=None, cwd=ROOT, log_path=None, containers=None):
         'machine_busy_seconds': round(machine_busy, 3),
         'containers': containers.summary() if containers is not None else None,
     }
-
-
-def mrcrawl_source(src):
-    """(PYTHONPATH, description) of the mrcrawl code to run: the work tree as it is, or a
-    read-only export of a commit (other engineers edit the work tree while this runs)."""
-    if src == 'worktree':
-        state = subprocess.run(['git', '-C', ROOT, 'describe', '--always', '--dirty'],
-                               capture_output=True, text=True).stdout.strip()
-        return None, 'worktree ' + state
-    rev = subprocess.run(['git', '-C', ROOT, 'rev-parse', src], capture_output=True,
-                         text=True, check=True).stdout.strip()
-    dest = os.path.join(WORK, 'src-' + rev[:12])
-    if not os.path.isdir(dest):
-        os.makedirs(dest + '.tmp', exist_ok=True)
-        subprocess.run('git -C %s archive %s | tar -x -C %s' % (ROOT, rev, dest + '.tmp'),
-                       shell=True, check=True)
-        os.rename(dest + '.tmp', dest)
-    return dest, 'commit ' + rev
 
 
 def crawl_cmd(crawler, web, p, out, settings=()):

@@ -44,8 +44,8 @@ import psutil
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from run import (BENCH, MRCRAWL, RESULTS, ROOT, SCRAPY_PY, WORK, ContainerSampler,  # noqa
-                 measure, mrcrawl_source, mrcrawl_steps, nutch_steps, webhdfs,
-                 webhdfs_get_dir, yarn_out)
+                 measure, mrcrawl_steps, nutch_steps, webhdfs, webhdfs_get_dir, yarn_out)
+from sources import mrcrawl_source  # noqa: E402
 from wide_web import DEFAULT_PORT, WideWeb  # noqa: E402
 
 POINTS = {
