@@ -134,7 +134,7 @@ def run_mrcrawl(web, work, delay, timeout):
     os.makedirs(sites, exist_ok=True)
     with open(os.path.join(sites, 'gallery.toml'), 'w') as f:
         f.write(SITE)
-    cmd = [MRCRAWL, 'crawl', '--seeds', os.path.join(web, 'seeds.txt'), '--depth', '0',
+    cmd = MRCRAWL + ['crawl', '--seeds', os.path.join(web, 'seeds.txt'), '--depth', '0',
            '--out', out, '-r', 'local', '--set', 'security.allow_private_networks=true',
            '--set', 'politeness.delay=%s' % delay, '--set', 'parse.sites=["%s"]' % sites,
            '--set', 'filter.deny_extensions=[]']

@@ -125,7 +125,7 @@ def run_mrcrawl(web, work, delay, timeout, *settings):
     os.makedirs(sites, exist_ok=True)
     with open(os.path.join(sites, 'app.toml'), 'w') as f:
         f.write(SITE)
-    cmd = [MRCRAWL, 'crawl', '--seeds', os.path.join(web, 'seeds.txt'), '--depth', '1',
+    cmd = MRCRAWL + ['crawl', '--seeds', os.path.join(web, 'seeds.txt'), '--depth', '1',
            '--out', out, '-r', 'local', '--set', 'security.allow_private_networks=true',
            '--set', 'politeness.delay=%s' % delay, '--set', 'parse.sites=["%s"]' % sites]
     for setting in settings:

@@ -60,7 +60,9 @@ POINTS = {
     'soak': dict(hosts=200, pages=520, depth=5, delay=0.0),
 }
 PORT = 18631
-MRCRAWL = os.path.join(ROOT, '.venv', 'bin', 'mrcrawl')
+#: The mrcrawl command of the code a run crawls with (the work tree's or a commit's).
+MRCRAWL = [os.path.join(ROOT, '.venv', 'bin', 'python'),
+           os.path.join(BENCH, 'mrcrawl_any.py')]
 SCRAPY_PY = os.path.join(BENCH, '.venv-scrapy', 'bin', 'python')
 
 
@@ -280,7 +282,7 @@ def crawl_cmd(crawler, web, p, out, settings=()):
         yarn = crawler.startswith('mrcrawl-yarn')
         if crawler == 'mrcrawl-yarn-all':
             settings = ['hadoop.local_max_bytes=0'] + list(settings)
-        cmd = [MRCRAWL, 'crawl', '--seeds', seeds, '--depth', str(p['depth']),
+        cmd = MRCRAWL + ['crawl', '--seeds', seeds, '--depth', str(p['depth']),
                '--out', yarn_out(out) if yarn else out, '-r', 'hadoop' if yarn else 'local',
                '--set', 'security.allow_private_networks=true',
                '--set', 'politeness.delay=%s' % p['delay']]

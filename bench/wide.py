@@ -72,7 +72,7 @@ def crawl_cmd(crawler, seeds, p, out, nutch_threads):
     if crawler.startswith('mrcrawl'):
         # mrcrawl-yarn: the test cluster of `make hadoop-up` (. hadoop/env.sh), OUT on HDFS
         yarn = crawler.startswith('mrcrawl-yarn')
-        cmd = [MRCRAWL, 'crawl', '--seeds', seeds, '--depth', str(p['depth']),
+        cmd = MRCRAWL + ['crawl', '--seeds', seeds, '--depth', str(p['depth']),
                '--out', yarn_out(out) if yarn else out, '-r', 'hadoop' if yarn else 'local',
                '--set', 'security.allow_private_networks=true',
                '--set', 'politeness.delay=%s' % p['delay']]
