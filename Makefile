@@ -58,9 +58,10 @@ test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 wo
 	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
 
 # Debian packages of the programs the media previews (ffmpeg) and page rendering
-# (chromium) run; the tests of both run for real, so `make test` installs them.
-SYSTEM_PROGRAMS := ffmpeg chromium
-system-deps:  ## Install ffmpeg and Chromium from Debian's packages when missing
+# (chromium) run, and openssl, which makes the TLS tests' certificates; the tests run
+# them for real, so `make test` installs them.
+SYSTEM_PROGRAMS := ffmpeg chromium openssl
+system-deps:  ## Install ffmpeg, Chromium and openssl (TLS tests) from Debian's packages when missing
 	@missing=$$(for p in $(SYSTEM_PROGRAMS); do command -v $$p >/dev/null || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); echo "installing:" $$missing; \

@@ -183,11 +183,24 @@ def _validate(conf):
                           'the fetch task\'s parse), generate.top_n = 0 and '
                           'filter.max_urls_per_host = 0 (a followed URL passes by both caps): '
                           '--set fetch.follow_hops=0 with either cap')
+    _check_ca_bundle(conf['fetch']['ca_bundle'])
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
     _validate_parsers(conf['parse'])
     _check_components(conf)
+
+
+def _check_ca_bundle(path):
+    """fetch.ca_bundle: empty, or a file with a PEM certificate in its first MiB."""
+    try:
+        with open(path or os.devnull, 'rb') as f:
+            ok = not path or b'-----BEGIN CERTIFICATE-----' in f.read(1 << 20)
+    except OSError:
+        ok = False
+    if not ok:
+        raise ConfigError('fetch.ca_bundle: %s is not a readable PEM file of certificates'
+                          % path)
 
 
 #: The components :func:`_check_components` loaded in this process: each is tried once.

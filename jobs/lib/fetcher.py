@@ -81,6 +81,7 @@ class HostFetcher(RobotsReading):
         self.max_crawl_delay = pol['max_crawl_delay']
         self.key_mode = pol['key']
         self.timeout = (fet['connect_timeout'], fet['read_timeout'])
+        self.ca_bundle = fet['ca_bundle']
         self.max_body = fet['max_body_bytes']
         self.max_redirects = fet['max_redirects']
         self.max_retries = fet['max_retries']
@@ -376,7 +377,7 @@ class HostFetcher(RobotsReading):
         self._in_urls = {rec['url'] for rec in items}
         self._known = known
         self.http = httpio.KeySession(self.user_agent, self.timeout, self.resolver,
-                                      self.slot, self.warc)
+                                      self.slot, self.warc, self.ca_bundle)
         try:    # each doc carries the robots.txt and redirect answers its fetch got
             for item in self._fetch_key(itertools.chain(items, more), layer):
                 yield item if isinstance(item, float) else self.http.attach_kept(item)

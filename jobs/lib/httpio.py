@@ -10,13 +10,19 @@ with its deadline; a body is read in chunks and never past its size limit, so a 
 bomb never inflates past the limit plus one chunk (urllib3 >= 2.6 decompresses at most
 *amt* bytes per ``read1`` call).
 """
+import atexit
 import base64
 import email.utils
+import os
 import socket
+import ssl
+import tempfile
+import threading
 import time
 import weakref
 from datetime import datetime, timezone
 
+import certifi
 import requests
 import urllib3
 import urllib3.exceptions
@@ -32,7 +38,7 @@ KEPT_HEADERS = ('etag', 'last-modified', 'x-robots-tag', 'retry-after', 'content
 _CHUNK = 64 * 1024
 _DRAIN_BYTES = 64 * 1024   # unread bodies up to this are read to keep the connection
 #: Network error reasons worth a retry: the server or the path may recover in seconds.
-#: dns, private_address, tls, connection_refused and time_limit are not retried: they
+#: dns, private_address, tls*, connection_refused and time_limit are not retried: they
 #: rarely heal within a layer and a retry would only spend the host's time.
 RETRY_REASONS = ('read_timeout', 'connect_timeout', 'connection_reset', 'protocol_error',
                  'connection_error')
@@ -46,13 +52,14 @@ class KeySession:
     the robots.txt and redirect answers the fetcher hands it (:meth:`keep`) until the
     next doc record takes them (:meth:`attach_kept`)."""
 
-    def __init__(self, user_agent, timeout, resolver, slot, warc=False):
+    def __init__(self, user_agent, timeout, resolver, slot, warc=False, ca_bundle=''):
         self.timeout = timeout
         self.slot = slot
         self.warc, self.kept = warc, []
         self._sockets = weakref.WeakSet()
         self.session = requests.Session()
         self.session.trust_env = False
+        self.session.verify = trust_store(ca_bundle)
         self.session.headers['User-Agent'] = user_agent
         adapter = netpolicy.SafeAdapter(resolver, pool_connections=1, pool_maxsize=1,
                                         max_retries=0)
@@ -243,8 +250,8 @@ def error_reason(exc):
         if isinstance(exc, (requests.exceptions.ReadTimeout, socket.timeout,
                             urllib3.exceptions.ReadTimeoutError)):
             return 'read_timeout'
-        if isinstance(exc, requests.exceptions.SSLError):
-            return 'tls'
+        if isinstance(exc, (requests.exceptions.SSLError, ssl.SSLError)):
+            return tls_reason(exc)
         if isinstance(exc, (ConnectionResetError, urllib3.exceptions.ProtocolError,
                             requests.exceptions.ChunkedEncodingError)):
             # urllib3 wraps a reset as ProtocolError('Connection aborted.', reset), and
@@ -267,6 +274,49 @@ def error_reason(exc):
             nxt = exc.reason
         exc = nxt
     return 'connection_error'
+
+
+#: OpenSSL's verification codes (X509_V_ERR_*) -> the reason a page gets.
+TLS_REASONS = {9: 'tls_not_yet_valid', 10: 'tls_expired', 62: 'tls_hostname',
+               64: 'tls_hostname', 18: 'tls_self_signed', 2: 'tls_untrusted',
+               19: 'tls_untrusted', 20: 'tls_untrusted', 21: 'tls_untrusted'}
+
+
+def tls_reason(exc):
+    """The reason of a failed TLS exchange: what its certificate failed (TLS_REASONS,
+    else tls_certificate), or tls for a handshake that failed otherwise."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            return TLS_REASONS.get(exc.verify_code, 'tls_certificate')
+        causes = [exc.__cause__, exc.__context__, getattr(exc, 'reason', None)] + \
+            list(getattr(exc, 'args', ()))
+        exc = next((c for c in causes if isinstance(c, BaseException)), None)
+    return 'tls'
+
+
+_BUNDLES, _BUNDLES_LOCK = {}, threading.Lock()
+
+
+def trust_store(ca_bundle):
+    """What a session verifies certificates against: True (certifi's bundle) or, with
+    *ca_bundle* (fetch.ca_bundle), a file of certifi's bundle and then its CAs, written
+    once a process (requests takes one file; the extra CAs add to the usual ones)."""
+    if not ca_bundle:
+        return True
+    with _BUNDLES_LOCK:
+        if ca_bundle not in _BUNDLES:
+            with open(certifi.where(), 'rb') as f:
+                usual = f.read()
+            with open(ca_bundle, 'rb') as f:
+                extra = f.read()
+            fd, path = tempfile.mkstemp(prefix='mrcrawl-ca-', suffix='.pem')
+            with os.fdopen(fd, 'wb') as f:
+                f.write(usual + b'\n' + extra)
+            atexit.register(os.unlink, path)
+            _BUNDLES[ca_bundle] = path
+        return _BUNDLES[ca_bundle]
 
 
 def retry_after_seconds(value, now=None):

@@ -1,0 +1,115 @@
+"""HTTPS servers on loopback with the certificates a crawler meets: made by the openssl
+command (Debian's) into a folder, each served by its own server.
+
+    certs = make_certs(folder)          # {name: (cert, key)} and certs['ca']
+    with TLSSite(*certs['good']) as s:  # https://127.0.0.1:PORT/ answers 200
+        s.url('/')
+
+The certificates: ``good`` (127.0.0.1 and localhost, signed by the test CA),
+``expired`` (the same, valid for January 2020 only), ``other_host`` (for
+other.example only), ``self_signed`` (127.0.0.1, its own issuer) and the CA's own
+(``ca``: the PEM a crawl trusts with fetch.ca_bundle).
+"""
+import http.server
+import os
+import ssl
+import subprocess
+import threading
+
+CA_CONF = """[ca]
+default_ca = test_ca
+[test_ca]
+database = {dir}/index.txt
+new_certs_dir = {dir}
+serial = {dir}/serial
+default_md = sha256
+policy = anything
+copy_extensions = copy
+unique_subject = no
+[anything]
+commonName = supplied
+"""
+
+
+def _openssl(*args, cwd):
+    subprocess.run(('openssl',) + args, cwd=cwd, check=True, capture_output=True)
+
+
+def _request(cwd, name, cn, san):
+    _openssl('req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', name + '.key',
+             '-out', name + '.csr', '-subj', '/CN=' + cn, '-addext',
+             'subjectAltName=' + san, cwd=cwd)
+
+
+def make_certs(folder):
+    """The certificates above, made in *folder*: {name: (cert path, key path)}."""
+    folder = str(folder)
+    paths = lambda name: (os.path.join(folder, name + '.pem'),     # noqa: E731
+                          os.path.join(folder, name + '.key'))
+    _openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-keyout',
+             'ca.key', '-out', 'ca.pem', '-subj', '/CN=mrcrawl test CA', cwd=folder)
+    with open(os.path.join(folder, 'ca.cnf'), 'w') as f:
+        f.write(CA_CONF.format(dir=folder))
+    open(os.path.join(folder, 'index.txt'), 'w').close()
+    with open(os.path.join(folder, 'serial'), 'w') as f:
+        f.write('1000\n')
+    signed = {'good': ('127.0.0.1', 'IP:127.0.0.1,DNS:localhost', ()),
+              'expired': ('127.0.0.1', 'IP:127.0.0.1,DNS:localhost',
+                          ('-startdate', '20200101000000Z', '-enddate', '20200201000000Z')),
+              'other_host': ('other.example', 'DNS:other.example', ())}
+    for name, (cn, san, dates) in signed.items():
+        _request(folder, name, cn, san)
+        _openssl('ca', '-config', 'ca.cnf', '-batch', '-notext', '-cert', 'ca.pem',
+                 '-keyfile', 'ca.key', '-in', name + '.csr', '-out', name + '.pem',
+                 *(dates or ('-days', '30')), cwd=folder)
+    _openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '30', '-keyout',
+             'self_signed.key', '-out', 'self_signed.pem', '-subj', '/CN=127.0.0.1',
+             '-addext', 'subjectAltName=IP:127.0.0.1', cwd=folder)
+    certs = {name: paths(name) for name in list(signed) + ['self_signed']}
+    certs['ca'] = paths('ca')
+    return certs
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self.server.site.paths.append(self.path)
+        body = b'<html><head><title>Over TLS</title></head><body><p>secret handshake</p>' \
+               b'</body></html>'
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/html; charset=utf-8')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class TLSSite:
+    """One HTTPS server on 127.0.0.1 (an OS-assigned port) with the certificate *cert*
+    and its key *key*. ``paths``: the requests that got through the handshake."""
+
+    def __init__(self, cert, key):
+        self.paths = []
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.handle_error = lambda request, client_address: None   # refused handshakes
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True,
+                                            do_handshake_on_connect=False)
+        self.httpd.site = self
+        self.port = self.httpd.server_address[1]
+
+    def url(self, path='/'):
+        return 'https://127.0.0.1:%d%s' % (self.port, path)
+
+    def __enter__(self):
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
