@@ -55,6 +55,22 @@ def test_each_certificate_defect_is_its_own_outcome_and_not_retried(certs, cert,
     assert (deferred['status'], deferred['reason']) == (R.FETCH_DEFERRED, 'robots_' + reason)
 
 
+def test_the_host_name_goes_out_in_sni_through_the_address_checks(certs):
+    """A server with two certificates gives the one for the name the client sends
+    (SNI): https://localhost/ gets localhost's, verified, although the connection goes
+    through the crawl's own resolver and address checks (jobs.lib.netpolicy); another
+    name gets the other host's certificate."""
+    ca = 'fetch.ca_bundle=%s' % certs['ca'][0]
+    with TLSSite(*certs['other_host'], by_name={'localhost': certs['good']}) as site:
+        hf = fetcher.HostFetcher(test_conf(*(FAST + ['politeness.obey_robots=false', ca])))
+        (by_name,) = hf.fetch([{'url': site.url('/', 'localhost'), 'depth': 0}])
+        hf = fetcher.HostFetcher(test_conf(*(FAST + ['politeness.obey_robots=false', ca])))
+        (by_ip,) = hf.fetch([{'url': site.url('/'), 'depth': 0}])
+    assert by_name['status'] == R.FETCH_FETCHED and 'secret handshake' in by_name['body']
+    assert (by_ip['status'], by_ip['reason']) == (R.FETCH_NETWORK_ERROR, 'tls_hostname')
+    assert site.paths == ['/']
+
+
 def test_a_ca_bundle_that_is_no_pem_file_is_one_line_at_start(tmp_path):
     bad = tmp_path / 'notes.txt'
     bad.write_text('not a certificate\n')

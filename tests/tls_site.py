@@ -89,12 +89,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class TLSSite:
     """One HTTPS server on 127.0.0.1 (an OS-assigned port) with the certificate *cert*
-    and its key *key*. ``paths``: the requests that got through the handshake."""
+    and its key *key*; *by_name*: {server name: (cert, key)} chosen instead by the name a
+    client sends (SNI). ``paths``: the requests that got through the handshake."""
 
-    def __init__(self, cert, key):
+    def __init__(self, cert, key, by_name=None):
         self.paths = []
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert, key)
+        named = {}
+        for name, (c, k) in (by_name or {}).items():
+            named[name] = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            named[name].load_cert_chain(c, k)
+
+        def choose(sock, name, _):
+            if name in named:
+                sock.context = named[name]
+        ctx.sni_callback = choose
         self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Handler)
         self.httpd.daemon_threads = True
         self.httpd.handle_error = lambda request, client_address: None   # refused handshakes
@@ -103,8 +113,8 @@ class TLSSite:
         self.httpd.site = self
         self.port = self.httpd.server_address[1]
 
-    def url(self, path='/'):
-        return 'https://127.0.0.1:%d%s' % (self.port, path)
+    def url(self, path='/', host='127.0.0.1'):
+        return 'https://%s:%d%s' % (host, self.port, path)
 
     def __enter__(self):
         threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
