@@ -11,7 +11,7 @@ import time
 import orjson
 from mrjob.job import MRJob
 
-from jobs.lib import config, counters as C, sidefile
+from jobs.lib import config, counters as C
 
 #: The largest map split on Hadoop, which drivers/runtime/hadoop.py's input format reads.
 SPLIT_MAX_BYTES = 'mapreduce.input.fileinputformat.split.maxsize'
@@ -135,6 +135,9 @@ class CrawlJob(MRJob):
         """This task's side file in *folder* (jobs.lib.sidefile.LineSink): one per task,
         named by *prefix* and its partition (a map task's prefix apart from the reduce
         tasks'), committed by the task at its end."""
+        # lazy: sidefile brings warcfile and requests (40 ms of every task's start), which
+        # only the jobs that write side files need
+        from jobs.lib import sidefile
         part = int(os.environ.get('mapreduce_task_partition') or 0)
         return sidefile.LineSink(folder, '%s%05d' % (prefix, part), self.options.webhdfs_url,
                                  self.options.hdfs_user)

@@ -69,10 +69,8 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, plan, records as R, urls
-from jobs.lib.filters import LinkFilter
 from jobs.lib.ranking import keep_best, priority
 from jobs.lib.sitelimits import HELD, SITE_KEY, Allowance, Limits, parse_time, static_bound
-from jobs.lib.sites import SiteIndex
 
 #: Shuffle key of resource candidates (a space: never part of a host name).
 RESOURCE_KEY = ' resources'
@@ -236,6 +234,10 @@ class MRGenerate(CrawlJob):
         if db['depth'] == 0 or db.get('resource_of') is not None:
             return None
         if not hasattr(self, '_link_filter'):
+            # lazy: the filters bring the fetcher's modules (requests), which only a
+            # cycle after the first reads here
+            from jobs.lib.filters import LinkFilter
+            from jobs.lib.sites import SiteIndex
             self._link_filter = LinkFilter.for_conf(self.conf)
             self._sites = SiteIndex(self.conf.get('sites'))
         reason = self._link_filter.reason(db['url'])

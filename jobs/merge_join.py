@@ -46,7 +46,6 @@ from mrjob.step import MRStep
 
 from jobs.base import CrawlJob
 from jobs.lib import counters as C, deltas as D, merging as M, records as R, taskfiles
-from jobs.lib.xmlpage import doc_key_value
 
 #: What MRMerge's map record adds to (or puts in place of) the page's own fields (its
 #: ``anchors`` are MRAnchors', set by :meth:`MRMergeJoin.gather`).
@@ -123,6 +122,8 @@ class MRMergeJoin(CrawlJob):
     def reducer_init_xml(self):
         """The side files this reduce task writes: xml/, signatures/, delta/."""
         o = self.options
+        # lazy: the XML writer (and lxml) only in the reduce tasks that write documents
+        from jobs.lib.xmlpage import doc_key_value
         self.doc_key_value = doc_key_value
         self.xml = self.signatures = self.delta_records = self.delta_xml = None
         self.store = self.store_file = self.pages = None

@@ -178,3 +178,20 @@ def test_no_test_module_imports_another():
                 found += ['tests/%s:%d %s' % (name, node.lineno, a.name)
                           for a in node.names if a.name.startswith('tests.test_')]
     assert found == []
+
+
+@pytest.mark.job
+def test_the_jobs_that_fetch_nothing_start_without_the_fetchers_libraries():
+    """A task imports its job's module first: a job that neither fetches nor parses
+    does not pay for requests (about 40 ms), the HTML parser, or lxml, which the
+    imports kept inside functions above leave to the jobs that use them."""
+    import subprocess
+    import sys
+    heavy = ('requests', 'selectolax.lexbor', 'lxml.etree', 'warcio')
+    for job in ('anchors', 'current', 'dbget', 'dbstats', 'delta', 'generate',
+                'index_rows', 'merge', 'merge_join', 'optimize', 'pagerank', 'plan_fetch'):
+        code = 'import sys, jobs.%s; print(sorted(m for m in %r if m in sys.modules))' % (
+            job, heavy)
+        out = subprocess.run([sys.executable, '-c', code], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.strip()
+        assert (job, out) == (job, '[]')

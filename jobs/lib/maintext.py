@@ -28,7 +28,6 @@ import logging
 import os
 
 from jobs.lib.choices import CHOICES
-from jobs.lib.html import limit_nesting
 
 #: Characters of text the language detector reads: on the python3-doc manual, fastText
 #: on the first 1,000 characters gave py3langid's 5,000-character answer on all pages
@@ -64,6 +63,9 @@ def main_text(html, url=None, extractor='resiliparse'):
         from resiliparse.extract.html2text import extract_plain_text
         from resiliparse.parse.html import HTMLTree
 
+        # lazy: jobs.lib.html brings the HTML parser, which a task that only reads
+        # settings (every job imports this module through jobs.lib.config) never needs
+        from jobs.lib.html import limit_nesting
         html = limit_nesting(html, MAIN_TEXT_MAX_NESTING, scan_tags=MAIN_TEXT_MAX_NESTING)
         out = extract_plain_text(HTMLTree.parse(html), preserve_formatting=True,
                                  main_content=True, alt_texts=False,

@@ -31,7 +31,6 @@ import os
 import orjson
 
 from jobs.lib import politeness
-from jobs.lib.netpolicy import Resolver
 
 LABEL_PREFIX = 'p'
 
@@ -105,6 +104,7 @@ class Sums:
         self.mode = conf['politeness']['key']
         self.resolver = None
         if self.mode == 'ip':       # resolves host names (and imports requests)
+            from jobs.lib.netpolicy import Resolver     # lazy: requests, ~40 ms a task
             self.resolver = Resolver.for_conf(conf)
         self.delays = politeness.SiteDelays(conf)
         # MRGenerate's URLs come from the crawl database, normalised when they entered
