@@ -58,9 +58,10 @@ for a second wave. A key goes to the bin the fetch plan chose by predicted cost 
 MRPlanFetch: largest first on the least loaded bin), else to crc32(key) mod bins; the
 bin's shuffle key is a label whose KeyFieldBasedPartitioner hash is that bin (plan.label_for).
 
-Run alone::
+Run alone (inline: a script runs on mrjob's own runners, whose local runner would split
+a fetch list between tasks; a crawl runs it through drivers/runtime/launch.py)::
 
-    python -m jobs.fetch --crawl-conf crawl/conf.json --layer 0 crawl/in/000 -o /tmp/doc
+    python -m jobs.fetch -r inline --crawl-conf crawl/conf.json --layer 0 crawl/in/000 -o /tmp/doc
 """
 import contextlib
 import functools

@@ -79,12 +79,18 @@ def test_a_ca_bundle_that_is_no_pem_file_is_one_line_at_start(tmp_path):
             config.load(overrides=['fetch.ca_bundle=%s' % path])
         assert str(e.value) == ('--set: fetch.ca_bundle: %s is not a readable PEM file of '
                                 'certificates' % path)
+    with pytest.raises(config.ConfigError) as e:     # tasks run in folders of their own
+        config.load(overrides=['fetch.ca_bundle=certs/ca.pem'])
+    assert 'fetch.ca_bundle: certs/ca.pem is not an absolute path' in str(e.value)
 
 
 def test_the_extra_cas_add_to_the_usual_bundle(certs):
-    """One file: certifi's bundle, then the extra CAs (written once a process)."""
+    """One file: certifi's bundle, then the extra CAs, named by its content: every task
+    of the machine shares it (forked tasks end without atexit: no file a task)."""
     path = httpio.trust_store(certs['ca'][0])
     assert httpio.trust_store(certs['ca'][0]) == path and httpio.trust_store('') is True
+    httpio._BUNDLES.clear()                       # another process, the same file
+    assert httpio.trust_store(certs['ca'][0]) == path
     text = open(path).read()
     assert text.startswith(open(certifi.where()).read())
     assert text.rstrip().endswith(open(certs['ca'][0]).read().rstrip())

@@ -10,8 +10,8 @@ with its deadline; a body is read in chunks and never past its size limit, so a 
 bomb never inflates past the limit plus one chunk (urllib3 >= 2.6 decompresses at most
 *amt* bytes per ``read1`` call).
 """
-import atexit
 import base64
+import hashlib
 import email.utils
 import os
 import socket
@@ -301,8 +301,10 @@ _BUNDLES, _BUNDLES_LOCK = {}, threading.Lock()
 
 def trust_store(ca_bundle):
     """What a session verifies certificates against: True (certifi's bundle) or, with
-    *ca_bundle* (fetch.ca_bundle), a file of certifi's bundle and then its CAs, written
-    once a process (requests takes one file; the extra CAs add to the usual ones)."""
+    *ca_bundle* (fetch.ca_bundle), a file of certifi's bundle and then its CAs (requests
+    takes one file; the extra CAs add to the usual ones). The file is named by its
+    content in the temporary folder, so every task of a machine shares one, and none is
+    left per task (forked tasks end without atexit)."""
     if not ca_bundle:
         return True
     with _BUNDLES_LOCK:
@@ -311,10 +313,14 @@ def trust_store(ca_bundle):
                 usual = f.read()
             with open(ca_bundle, 'rb') as f:
                 extra = f.read()
-            fd, path = tempfile.mkstemp(prefix='mrcrawl-ca-', suffix='.pem')
-            with os.fdopen(fd, 'wb') as f:
-                f.write(usual + b'\n' + extra)
-            atexit.register(os.unlink, path)
+            data = usual + b'\n' + extra
+            path = os.path.join(tempfile.gettempdir(), 'mrcrawl-ca-%s.pem'
+                                % hashlib.sha256(data).hexdigest()[:16])
+            if not os.path.exists(path):
+                fd, tmp = tempfile.mkstemp(prefix='.mrcrawl-ca-', dir=os.path.dirname(path))
+                with os.fdopen(fd, 'wb') as f:
+                    f.write(data)
+                os.replace(tmp, path)      # whole or absent: tasks race to write it
             _BUNDLES[ca_bundle] = path
         return _BUNDLES[ca_bundle]
 
