@@ -92,7 +92,9 @@ def strace_job(name, conf_path, db, tmp, src):
         f.write('import sys\nsys.path.insert(0, %r)\nfrom job_overhead import job_class, job_args\n'
                 'def one(name, conf, db, out):\n'
                 '    job = job_class(name)(args=job_args(name, "local", conf, db, out))\n'
-                '    from drivers.runtime.launch import make_runner\n'
+                '    try:\n        from drivers.runtime.launch import make_runner\n'
+                '    except ImportError:   # a tree from before the launch module\n'
+                '        make_runner = type(job).make_runner\n'
                 '    with make_runner(job) as r:\n        r.run()\n'
                 % os.path.dirname(os.path.abspath(__file__)))
     env['PYTHONPATH'] = tmp + os.pathsep + env['PYTHONPATH']

@@ -67,8 +67,9 @@ def main(argv=None):
         job_args += ['--max-depth', str(args.max_depth)]
     job_args += args.job_arg + [os.path.join(args.crawl, i) for i in args.inputs]
     code = ('import logging, sys; logging.basicConfig(level=logging.ERROR); '
-            'from jobs.%s import %s as J; j = J(args=%r); '
-            'from drivers.runtime.launch import make_runner; '
+            'from jobs.%s import %s as J; j = J(args=%r)\n'
+            'try: from drivers.runtime.launch import make_runner\n'
+            'except ImportError: make_runner = type(j).make_runner\n'
             'r = make_runner(j); r.__enter__(); r.run(); r.__exit__(None, None, None)'
             % (MODULES.get(args.job, args.job), CLASSES[args.job], job_args))
     env = dict(os.environ)

@@ -52,8 +52,9 @@ def run_job(job, crawl, src, inputs, extra, layer):
                     os.path.join(tmp, 'out'), '--layer', str(layer)] + extra + [
                         os.path.join(crawl, i) for i in inputs]
     code = ('import logging; logging.basicConfig(level=logging.ERROR); '
-            'from jobs.%s import %s as J; j = J(args=%r); '
-            'from drivers.runtime.launch import make_runner; '
+            'from jobs.%s import %s as J; j = J(args=%r)\n'
+            'try: from drivers.runtime.launch import make_runner\n'
+            'except ImportError: make_runner = type(j).make_runner\n'
             'r = make_runner(j); r.__enter__(); r.run(); r.__exit__(None, None, None)'
             % (mod, cls, args))
     t = time.monotonic()
