@@ -236,11 +236,24 @@ def host_refusal(resolver, url):
     return None
 
 
-def error_reason(exc):
-    """Short reason for a network exception (used in counters)."""
+def _chain(exc):
+    """*exc* and the exceptions it wraps, outermost first: its cause or context, else
+    its first argument or its ``reason`` (how requests and urllib3 wrap theirs)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
+        yield exc
+        nxt = exc.__cause__ or exc.__context__
+        if nxt is None and exc.args and isinstance(exc.args[0], BaseException):
+            nxt = exc.args[0]
+        if nxt is None and hasattr(exc, 'reason') and isinstance(exc.reason, BaseException):
+            nxt = exc.reason
+        exc = nxt
+
+
+def error_reason(exc):
+    """Short reason for a network exception (used in counters)."""
+    for exc in _chain(exc):
         if isinstance(exc, Blocked):
             return 'private_address'
         if isinstance(exc, socket.gaierror):
@@ -267,12 +280,6 @@ def error_reason(exc):
         if isinstance(exc, urllib3.exceptions.DecodeError) or \
                 isinstance(exc, requests.exceptions.ContentDecodingError):
             return 'decode_error'
-        nxt = exc.__cause__ or exc.__context__
-        if nxt is None and exc.args and isinstance(exc.args[0], BaseException):
-            nxt = exc.args[0]
-        if nxt is None and hasattr(exc, 'reason') and isinstance(exc.reason, BaseException):
-            nxt = exc.reason
-        exc = nxt
     return 'connection_error'
 
 
@@ -285,15 +292,9 @@ TLS_REASONS = {9: 'tls_not_yet_valid', 10: 'tls_expired', 62: 'tls_hostname',
 def tls_reason(exc):
     """The reason of a failed TLS exchange: what its certificate failed (TLS_REASONS,
     else tls_certificate), or tls for a handshake that failed otherwise."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, ssl.SSLCertVerificationError):
-            return TLS_REASONS.get(exc.verify_code, 'tls_certificate')
-        causes = [exc.__cause__, exc.__context__, getattr(exc, 'reason', None)] + \
-            list(getattr(exc, 'args', ()))
-        exc = next((c for c in causes if isinstance(c, BaseException)), None)
-    return 'tls'
+    failed = next((e for e in _chain(exc) if isinstance(e, ssl.SSLCertVerificationError)),
+                  None)
+    return 'tls' if failed is None else TLS_REASONS.get(failed.verify_code, 'tls_certificate')
 
 
 _BUNDLES, _BUNDLES_LOCK = {}, threading.Lock()
