@@ -66,7 +66,8 @@ class CrawlerDriver:
         if bins > 1 and self.plan_needed(hosts_in, c.path('plan', L)):
             self.plan(steps, L, args + ['--bins', str(bins)], bins)
         c.fs.rm(c.path('plan_sums', L))
-        fused, fetched = c.parser.fused(layer), c.parser.fetch_output(layer)
+        fused = c.parser.fused(layer)
+        fetched = c.parser.fetch_output(layer, fused)     # one look for doc/L (HDFS: a call)
         archive = self.warc_args('mrcrawl-L' + L) if c.warc_enabled else []
         runner = 'inline' if inline else None
         fetch_args = ['--bins', str(bins)] + (self.plan_args(L) if bins > 1 else [])

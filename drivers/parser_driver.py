@@ -31,9 +31,11 @@ class ParserDriver:
         c = self.crawl
         return c.conf['fetch']['parse'] and not c.fs.exists(c.path('doc', layer_name(layer)))
 
-    def fetch_output(self, layer):
-        """Where layer *layer*'s fetch writes: out/L when it parses, else doc/L."""
-        return self.crawl.path('out' if self.fused(layer) else 'doc', layer_name(layer))
+    def fetch_output(self, layer, fused=None):
+        """Where layer *layer*'s fetch writes: out/L when it parses (*fused*: what
+        :meth:`fused` said, if the caller asked already), else doc/L."""
+        fused = self.fused(layer) if fused is None else fused
+        return self.crawl.path('out' if fused else 'doc', layer_name(layer))
 
     def parse(self, layer, steps):
         """doc/L -> out/L, unless the fetch parsed (no doc/L)."""
