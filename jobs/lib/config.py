@@ -194,12 +194,14 @@ def _validate(conf):
 def _check_ca_bundle(path):
     """fetch.ca_bundle: empty, or an absolute path (the tasks run in folders of their
     own) of a file with a PEM certificate in its first MiB."""
-    if path and not os.path.isabs(path):
+    if not path:
+        return
+    if not os.path.isabs(path):
         raise ConfigError('fetch.ca_bundle: %s is not an absolute path (the fetch tasks '
                           'read it from folders of their own)' % path)
     try:
-        with open(path or os.devnull, 'rb') as f:
-            ok = not path or b'-----BEGIN CERTIFICATE-----' in f.read(1 << 20)
+        with open(path, 'rb') as f:
+            ok = b'-----BEGIN CERTIFICATE-----' in f.read(1 << 20)
     except OSError:
         ok = False
     if not ok:
