@@ -58,11 +58,13 @@ test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 wo
 	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
 
 # Debian packages of the programs the media previews (ffmpeg) and page rendering
-# (chromium) run, and openssl, which makes the TLS tests' certificates; the tests run
+# (chromium) run, and those the protocol tests run against: openssl (it makes the TLS
+# tests' certificates) and nginx (TLS, credentials, content codings). The tests run
 # them for real, so `make test` installs them.
-SYSTEM_PROGRAMS := ffmpeg chromium openssl
-system-deps:  ## Install ffmpeg, Chromium and openssl (TLS tests) from Debian's packages when missing
-	@missing=$$(for p in $(SYSTEM_PROGRAMS); do command -v $$p >/dev/null || echo $$p; done); \
+SYSTEM_PROGRAMS := ffmpeg chromium openssl nginx
+system-deps:  ## Install ffmpeg, Chromium, openssl and nginx from Debian's packages when missing
+	@missing=$$(for p in $(SYSTEM_PROGRAMS); do command -v $$p >/dev/null || \
+	  [ -x /usr/sbin/$$p ] || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); echo "installing:" $$missing; \
 	  $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null || \

@@ -104,7 +104,8 @@ def _kind_guard(request, monkeypatch):
         words = [str(a) for a in (args if isinstance(args, (list, tuple)) else [args])]
         if any(w in ('drivers.cli', 'make') or w.endswith('/mrcrawl') for w in words):
             need('crawl', 'the mrcrawl command')
-        elif any(w.startswith('jobs.') or w.endswith('.py') or w == '-c' for w in words):
+        elif any(w.startswith('jobs.') or w.endswith('.py') for w in words) or \
+                '-c' in words and 'python' in words[0].rsplit('/', 1)[-1]:
             need('job', 'a job or Python script')
         return real_popen(self, args, *rest, **kwargs)
     monkeypatch.setattr(subprocess.Popen, '__init__', popen)

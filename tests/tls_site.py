@@ -1,8 +1,8 @@
 """HTTPS servers on loopback with the certificates a crawler meets: made by the openssl
-command (Debian's) into a folder, each served by its own server.
+command (Debian's) into a folder, each served by its own nginx (tests/nginx.py).
 
     certs = make_certs(folder)          # {name: (cert, key)} and certs['ca']
-    with TLSSite(*certs['good']) as s:  # https://127.0.0.1:PORT/ answers 200
+    with TLSSite(*certs['good']) as s:  # nginx: https://127.0.0.1:PORT/ answers 200
         s.url('/')
 
 The certificates: ``good`` (127.0.0.1 and localhost, signed by the test CA),
@@ -10,11 +10,10 @@ The certificates: ``good`` (127.0.0.1 and localhost, signed by the test CA),
 other.example only), ``self_signed`` (127.0.0.1, its own issuer) and the CA's own
 (``ca``: the PEM a crawl trusts with fetch.ca_bundle).
 """
-import http.server
 import os
-import ssl
 import subprocess
-import threading
+
+from tests.nginx import Nginx
 
 CA_CONF = """[ca]
 default_ca = test_ca
@@ -70,56 +69,32 @@ def make_certs(folder):
     return certs
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    protocol_version = 'HTTP/1.1'
+PAGE = b'<html><head><title>Over TLS</title></head><body><p>secret handshake</p>' \
+       b'</body></html>'
 
-    def log_message(self, *args):
-        pass
-
-    def do_GET(self):
-        self.server.site.paths.append(self.path)
-        body = b'<html><head><title>Over TLS</title></head><body><p>secret handshake</p>' \
-               b'</body></html>'
-        self.send_response(200)
-        self.send_header('Content-Type', 'text/html; charset=utf-8')
-        self.send_header('Content-Length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+SERVER = """
+server {
+    listen 127.0.0.1:PORT ssl%(default)s;
+    server_name %(name)s;
+    ssl_certificate %(cert)s;
+    ssl_certificate_key %(key)s;
+    root DIR/www;
+}
+"""
 
 
-class TLSSite:
-    """One HTTPS server on 127.0.0.1 (an OS-assigned port) with the certificate *cert*
+class TLSSite(Nginx):
+    """nginx serving https://127.0.0.1:PORT/ (an index page) with the certificate *cert*
     and its key *key*; *by_name*: {server name: (cert, key)} chosen instead by the name a
     client sends (SNI). ``paths``: the requests that got through the handshake."""
 
     def __init__(self, cert, key, by_name=None):
-        self.paths = []
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, key)
-        named = {}
+        servers = SERVER % {'default': ' default_server', 'name': '_', 'cert': cert,
+                            'key': key}
         for name, (c, k) in (by_name or {}).items():
-            named[name] = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-            named[name].load_cert_chain(c, k)
+            servers += SERVER % {'default': '', 'name': name, 'cert': c, 'key': k}
+        super().__init__(servers, {'index.html': PAGE})
 
-        def choose(sock, name, _):
-            if name in named:
-                sock.context = named[name]
-        ctx.sni_callback = choose
-        self.httpd = http.server.ThreadingHTTPServer(('127.0.0.1', 0), _Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.handle_error = lambda request, client_address: None   # refused handshakes
-        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True,
-                                            do_handshake_on_connect=False)
-        self.httpd.site = self
-        self.port = self.httpd.server_address[1]
-
-    def url(self, path='/', host='127.0.0.1'):
-        return 'https://%s:%d%s' % (host, self.port, path)
-
-    def __enter__(self):
-        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    @property
+    def paths(self):
+        return self.uris()
