@@ -41,7 +41,7 @@ from jobs.lib.filters import registered_domain
 #: Page fields copied to an index row as they are.
 ROW_FIELDS = ('url', 'status', 'reason', 'http_status', 'fetch_time', 'content_type',
               'length', 'digest', 'depth', 'layer', 'title', 'language', 'final_url',
-              'elapsed', 'attempts')
+              'elapsed', 'attempts', 'tls_verified')
 
 
 #: warc_index fields copied to the index row of the same URL and layer.

@@ -158,7 +158,7 @@ def test_schema_v2_document_validates():
         'near_duplicates': ['http://h/n'], 'canonical_duplicates': ['http://h/c']})
     root = etree.fromstring(doc.encode())
     schema.assertValid(root)
-    assert root.get('version') == xmlpage.SCHEMA_VERSION == '6'
+    assert root.get('version') == xmlpage.SCHEMA_VERSION == '7'
     assert '\n' not in doc and root.findtext('main_text') == 'main\nline'
     assert [u.get('kind') for u in root.find('duplicates')] == ['near', 'canonical', None]
     with pytest.raises(etree.DocumentInvalid):

@@ -250,7 +250,7 @@ def test_a_crawl_stores_media_once_and_its_xml_points_at_them(site, tmp_path):
     doc = read_xml(os.path.join(out, 'xml'))[page_url]
     etree.XMLSchema(etree.parse(SCHEMA)).assertValid(etree.fromstring(doc.encode()))
     root = ET.fromstring(doc)
-    assert root.get('version') == '6'
+    assert root.get('version') == '7'
     res = {r.get('url')[len(site.url('')):]: r.attrib for r in root.iter('resource')}
     assert res['/gallery/poster.png']['preview'] == image + '.preview.jpg'
     assert (res['/gallery/poster.png']['width'], res['/gallery/poster.png']['height']) == (

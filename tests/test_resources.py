@@ -177,7 +177,7 @@ def test_resources_in_xml_are_metadata_and_validate():
     schema = etree.XMLSchema(etree.parse(SCHEMA))
     root = etree.fromstring(doc.encode())
     schema.assertValid(root)
-    assert root.get('version') == '6'
+    assert root.get('version') == '7'
     got = [dict(r.attrib) for r in root.find('resources')]
     assert got == [
         {'name': 'video', 'url': 'http://h/clip.mp4', 'status': 'fetched',
@@ -243,7 +243,7 @@ def test_crawl_fetches_resources_once_with_a_cap(site, tmp_path):
     schema = etree.XMLSchema(etree.parse(SCHEMA))
     for doc in xml.values():
         schema.assertValid(etree.fromstring(doc.encode()))
-        assert ET.fromstring(doc).get('version') == '6'
+        assert ET.fromstring(doc).get('version') == '7'
     # Compound documents: each page's merged record and XML list what it names, with
     # the outcome of the one fetch (clip.mp4 is named by both films, fetched once).
     merged = {r['url']: r for r in read_records(os.path.join(out, 'merged'))}

@@ -1,11 +1,16 @@
-"""HTTPS against real TLS servers on loopback (tests/tls_site.py): a certificate that
-chains to a CA the crawl trusts is fetched; each defect a certificate can have is its
-own counted outcome, never retried; fetch.ca_bundle adds CAs beside the usual bundle."""
+"""HTTPS against nginx on loopback (tests/tls_site.py): a certificate that chains to a
+CA the crawl trusts is fetched and recorded verified; each defect a certificate can have
+is its own counted outcome, never retried, with fetch.verify_tls = true, and a page
+fetched anyway, recorded unverified, without; fetch.ca_bundle adds CAs beside the usual
+bundle."""
 import certifi
 import pytest
+from lxml import etree
 
-from jobs.lib import config, fetcher, httpio, records as R
-from tests.helpers import test_conf
+from drivers.later import index
+from jobs.index_rows import index_row
+from jobs.lib import config, counters as C, deltas, fetcher, httpio, records as R, xmlpage
+from tests.helpers import ROOT, test_conf
 from tests.tls_site import TLSSite, make_certs
 
 pytestmark = pytest.mark.unit
@@ -30,6 +35,7 @@ def test_a_certificate_from_a_ca_in_fetch_ca_bundle_is_fetched(certs):
         doc, _ = fetch_one(site, 'fetch.ca_bundle=%s' % certs['ca'][0])
     assert doc['status'] == R.FETCH_FETCHED and doc['http_status'] == 200
     assert 'secret handshake' in doc['body'] and site.paths == ['/robots.txt', '/']
+    assert doc['tls_verified'] is True
 
 
 @pytest.mark.parametrize('cert,trust_ca,reason', [
@@ -45,7 +51,8 @@ def test_each_certificate_defect_is_its_own_outcome_and_not_retried(certs, cert,
     With robots.txt read first (the default), its request fails the same
     way: the URL is deferred (RFC 9309: an unreachable robots.txt disallows all, asked
     again next layer), with the defect in its reason."""
-    settings = ['fetch.ca_bundle=%s' % certs['ca'][0]] if trust_ca else []
+    settings = ['fetch.verify_tls=true'] + (
+        ['fetch.ca_bundle=%s' % certs['ca'][0]] if trust_ca else [])
     with TLSSite(*certs[cert]) as site:
         doc, _ = fetch_one(site, 'politeness.obey_robots=false', *settings)
         deferred, _ = fetch_one(site, *settings)
@@ -55,20 +62,49 @@ def test_each_certificate_defect_is_its_own_outcome_and_not_retried(certs, cert,
     assert (deferred['status'], deferred['reason']) == (R.FETCH_DEFERRED, 'robots_' + reason)
 
 
+@pytest.mark.parametrize('cert,reason', [('good', 'tls_untrusted'),
+                                         ('expired', 'tls_expired'),
+                                         ('other_host', 'tls_hostname'),
+                                         ('self_signed', 'tls_self_signed')])
+def test_without_verify_tls_a_failed_certificate_is_fetched_and_recorded(certs, cert,
+                                                                        reason):
+    """The default (fetch.verify_tls = false), as the peers: the origin is asked again
+    without verification, robots.txt and pages alike, once a fetcher; its pages are
+    recorded tls_verified false and the origin counted by why."""
+    trust = [] if cert == 'good' else ['fetch.ca_bundle=%s' % certs['ca'][0]]
+    hf = fetcher.HostFetcher(test_conf(*(FAST + trust)))
+    with TLSSite(*certs[cert]) as site:
+        docs = list(hf.fetch([{'url': site.url('/'), 'depth': 0},
+                              {'url': site.url('/missing'), 'depth': 0}]))
+    assert [(d['status'], d['http_status'], d['tls_verified']) for d in docs] == \
+        [(R.FETCH_FETCHED, 200, False), (R.FETCH_HTTP_ERROR, 404, False)]
+    assert 'secret handshake' in docs[0]['body']
+    assert site.paths == ['/robots.txt', '/', '/missing']
+    assert hf.stats[C.tls_unverified_origins(reason)] == 1
+    assert hf.stats[C.TLS_UNVERIFIED_ANSWERS] == 2
+
+
+def test_a_page_over_http_has_no_tls_verified(site):
+    hf = fetcher.HostFetcher(test_conf(*FAST))
+    (doc,) = hf.fetch([{'url': site.url('/'), 'depth': 0}])
+    assert doc['status'] == R.FETCH_FETCHED and doc['tls_verified'] is None
+
+
 def test_the_host_name_goes_out_in_sni_through_the_address_checks(certs):
     """A server with two certificates gives the one for the name the client sends
     (SNI): https://localhost/ gets localhost's, verified, although the connection goes
     through the crawl's own resolver and address checks (jobs.lib.netpolicy); another
     name gets the other host's certificate."""
     ca = 'fetch.ca_bundle=%s' % certs['ca'][0]
+    settings = FAST + ['politeness.obey_robots=false', 'fetch.verify_tls=true', ca]
     with TLSSite(*certs['other_host'], by_name={'localhost': certs['good']}) as site:
-        hf = fetcher.HostFetcher(test_conf(*(FAST + ['politeness.obey_robots=false', ca])))
+        hf = fetcher.HostFetcher(test_conf(*settings))
         (by_name,) = hf.fetch([{'url': site.url('/', 'localhost'), 'depth': 0}])
-        hf = fetcher.HostFetcher(test_conf(*(FAST + ['politeness.obey_robots=false', ca])))
+        hf = fetcher.HostFetcher(test_conf(*settings))
         (by_ip,) = hf.fetch([{'url': site.url('/'), 'depth': 0}])
     assert by_name['status'] == R.FETCH_FETCHED and 'secret handshake' in by_name['body']
     assert (by_ip['status'], by_ip['reason']) == (R.FETCH_NETWORK_ERROR, 'tls_hostname')
-    assert site.paths == ['/']
+    assert site.paths == ['/'] and site.requests()[0]['sni'] == 'localhost'
 
 
 def test_a_ca_bundle_that_is_no_pem_file_is_one_line_at_start(tmp_path):
@@ -94,3 +130,24 @@ def test_the_extra_cas_add_to_the_usual_bundle(certs):
     text = open(path).read()
     assert text.startswith(open(certifi.where()).read())
     assert text.rstrip().endswith(open(certs['ca'][0]).read().rstrip())
+
+
+def test_tls_verified_reaches_the_index_the_xml_and_the_delta():
+    """The field as an indexer sees it: a Parquet column, fetch/@tls_verified in the XML
+    (valid against conf/page.xsd, absent over http), and a page now fetched unverified
+    is a change in the delta, while verified and http sign as before the field."""
+    schema = etree.XMLSchema(etree.parse(ROOT + '/conf/page.xsd'))
+    base = {'url': 'https://h/p', 'status': 'fetched', 'fetch_time': '2026-11-30T00:00:00Z',
+            'title': 'T', 'text': 'all'}
+    seen = {}
+    for value in (True, False, None):
+        page = dict(base, tls_verified=value)
+        root = etree.fromstring(xmlpage.page_xml(page).encode())
+        schema.assertValid(root)
+        seen[value] = (root.find('fetch').get('tls_verified'),
+                       index.index_columns(index_row(page))[
+                           index.INDEX_SCHEMA.names.index('tls_verified')],
+                       deltas.signature(page))
+    assert [seen[v][:2] for v in (True, False, None)] == \
+        [('true', True), ('false', False), (None, None)]
+    assert seen[True][2] == seen[None][2] == deltas.signature(base) != seen[False][2]

@@ -72,6 +72,7 @@ INDEX_SCHEMA = pa.schema([
     ('final_url', pa.string()),
     ('elapsed', pa.float64()),             # seconds spent fetching it (retries included)
     ('attempts', pa.int32()),
+    ('tls_verified', pa.bool_()),          # https: certificate verified; http: null
     ('warc_filename', pa.string()),        # relative to the crawl folder; null: not archived
     ('warc_record_offset', pa.int64()),
     ('warc_record_length', pa.int64()),
@@ -105,6 +106,10 @@ def _float(v):
         return None
 
 
+def _bool(v):
+    return v if isinstance(v, bool) else None
+
+
 def _time(v):
     if not isinstance(v, str):
         return None
@@ -116,7 +121,7 @@ def _time(v):
 
 
 _CONVERT = {pa.string(): _str, pa.int32(): _int, pa.int64(): _int, pa.float64(): _float,
-            TIMESTAMP: _time}
+            pa.bool_(): _bool, TIMESTAMP: _time}
 
 
 def index_columns(row):

@@ -198,7 +198,7 @@ HINTS = (
      '`make demo` crawls a website on this machine with no network'),
     ('network_error_tls', "the sites' certificates failed verification (see the reason: "
      'expired, another host\'s, self-signed, no chain to a trusted CA); fetch.ca_bundle '
-     'adds the CAs of a private network'),
+     'adds the CAs of a private network, fetch.verify_tls=false fetches them anyway'),
     ('network_error_', 'the servers could not be reached: check the network, or a '
      'proxy in the way; fetch.connect_timeout and fetch.read_timeout set the waits'),
     ('robots_denied', "the sites' robots.txt forbid it (politeness.user_agent is the "

@@ -49,6 +49,10 @@ PREVIEWS_MADE = 'previews_made_total'    #: previews made (image thumbnails, vid
 PREVIEWS_REUSED = 'previews_reused_total'  #: the digest's preview existed already
 PREVIEWS_NONE_FOR_TYPE = 'previews_none_for_type_total'  #: neither image nor video
 PREVIEWS_UNAVAILABLE = 'previews_unavailable_total'  #: videos, no ffmpeg on the machine
+#: answers over TLS whose certificate was not verified (fetch.verify_tls = false; the
+#: page's tls_verified is false); also, per origin that failed, by why:
+#: tls_unverified_origins_<reason>_total (tls_expired, tls_hostname, tls_self_signed...)
+TLS_UNVERIFIED_ANSWERS = 'tls_unverified_answers_total'
 #: fetched responses of a type the crawl neither parses nor keeps: headers read, body not
 TYPE_NOT_PARSED = 'type_not_parsed_total'
 #: in-fetch following (fetch.follow_hops): same-key links queued behind a key's list,
@@ -343,6 +347,12 @@ def content_error(parser, why):
     """Documents it could not read, by why: ``content_pdf_error_timeout_total``,
     ``content_pdf_error_pdf_password_error_total``..."""
     return per('content_%s_error' % parser, why)
+
+
+def tls_unverified_origins(reason):
+    """Origins fetched without verification, by why their certificate failed:
+    ``tls_unverified_origins_tls_expired_total``..."""
+    return per('tls_unverified_origins', reason)
 
 
 def previews_failed(why):

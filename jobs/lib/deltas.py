@@ -35,8 +35,12 @@ COUNTERS = {ADDED: C.DELTA_ADDED, CHANGED: C.DELTA_CHANGED, UNCHANGED: C.DELTA_U
 
 
 def signature(rec):
-    """Digest of what an index sees of a merged record."""
+    """Digest of what an index sees of a merged record. A page fetched although its
+    certificate failed (tls_verified false) differs from the same page verified; true
+    and null (http) add nothing, so builds from before the field sign pages alike."""
     kept = {k: rec.get(k) for k in DELTA_FIELDS}
+    if rec.get('tls_verified') is False:
+        kept['tls_verified'] = False
     return hashlib.sha1(orjson.dumps(kept, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 

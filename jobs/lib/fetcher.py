@@ -81,7 +81,7 @@ class HostFetcher(RobotsReading):
         self.max_crawl_delay = pol['max_crawl_delay']
         self.key_mode = pol['key']
         self.timeout = (fet['connect_timeout'], fet['read_timeout'])
-        self.ca_bundle = fet['ca_bundle']
+        self.ca_bundle, self.verify_tls = fet['ca_bundle'], fet['verify_tls']
         self.max_body = fet['max_body_bytes']
         self.max_redirects = fet['max_redirects']
         self.max_retries = fet['max_retries']
@@ -187,6 +187,9 @@ class HostFetcher(RobotsReading):
         ctype = resp.headers.get('content-type')
         mime = encoding.mime(ctype)
         doc['http_status'] = resp.status_code
+        doc['tls_verified'] = self.http.tls_verified(resp.url)
+        if doc['tls_verified'] is False:
+            self._stat(C.TLS_UNVERIFIED_ANSWERS)
         doc['content_type'] = mime
         doc['headers'] = {k: resp.headers[k] for k in httpio.KEPT_HEADERS
                           if k in resp.headers}
@@ -376,13 +379,19 @@ class HostFetcher(RobotsReading):
         self.key = key
         self._in_urls = {rec['url'] for rec in items}
         self._known = known
-        self.http = httpio.KeySession(self.user_agent, self.timeout, self.resolver,
-                                      self.slot, self.warc, self.ca_bundle)
+        self.http = self.session(self.warc)
         try:    # each doc carries the robots.txt and redirect answers its fetch got
             for item in self._fetch_key(itertools.chain(items, more), layer):
                 yield item if isinstance(item, float) else self.http.attach_kept(item)
         finally:
+            for reason in self.http.unverified.values():
+                self._stat(C.tls_unverified_origins(reason))
             self.http.close()
+
+    def session(self, warc=False):
+        """A new httpio.KeySession of this fetcher's settings."""
+        return httpio.KeySession(self.user_agent, self.timeout, self.resolver, self.slot,
+                                 warc, self.ca_bundle, self.verify_tls)
 
     def same_key(self, url):
         """Is *url* of this fetcher's politeness key (its delay and robots.txt)?"""

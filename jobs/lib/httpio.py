@@ -9,16 +9,21 @@ every request otherwise). Every request is armed on the watchdog (jobs.lib.watch
 with its deadline; a body is read in chunks and never past its size limit, so a gzip
 bomb never inflates past the limit plus one chunk (urllib3 >= 2.6 decompresses at most
 *amt* bytes per ``read1`` call).
+
+With fetch.verify_tls false, a host whose certificate fails verification is asked
+again without it, once per session, and its pages are recorded ``tls_verified: false``
+(:meth:`KeySession.tls_verified`) with why in :attr:`KeySession.unverified`.
 """
 import base64
-import hashlib
 import email.utils
+import hashlib
 import os
 import socket
 import ssl
 import tempfile
 import threading
 import time
+import warnings
 import weakref
 from datetime import datetime, timezone
 
@@ -52,10 +57,15 @@ class KeySession:
     the robots.txt and redirect answers the fetcher hands it (:meth:`keep`) until the
     next doc record takes them (:meth:`attach_kept`)."""
 
-    def __init__(self, user_agent, timeout, resolver, slot, warc=False, ca_bundle=''):
+    def __init__(self, user_agent, timeout, resolver, slot, warc=False, ca_bundle='',
+                 verify_tls=True):
         self.timeout = timeout
         self.slot = slot
         self.warc, self.kept = warc, []
+        self.verify_tls = verify_tls
+        #: origin (https://host[:port]) -> why its certificate failed (a tls_*
+        #: reason): asked without verification since (verify_tls false)
+        self.unverified = {}
         self._sockets = weakref.WeakSet()
         self.session = requests.Session()
         self.session.trust_env = False
@@ -129,13 +139,38 @@ class KeySession:
         entry = WATCHDOG.arm(time.monotonic() + max(0.0, deadline - self.slot.clock()),
                              self._cut)
         try:
-            resp = self.session.get(url, stream=True, allow_redirects=False,
-                                    timeout=self.timeout, headers=headers)
+            resp = self._get(url, headers)
         except Exception:
             if WATCHDOG.disarm(entry):
                 raise self.slot.limit_error(deadline)
             raise
         return resp, entry
+
+    def _get(self, url, headers):
+        origin = urls.origin(url)
+        if origin in self.unverified:
+            return self._send(url, headers, verify=False)
+        try:
+            return self._send(url, headers)
+        except requests.exceptions.SSLError as e:
+            reason = tls_reason(e)
+            if self.verify_tls or reason == 'tls':    # tls: no certificate to overlook
+                raise
+            self.unverified[origin] = reason
+            return self._send(url, headers, verify=False)
+
+    def _send(self, url, headers, verify=None):
+        with warnings.catch_warnings():    # verify=False: one warning a request, not news
+            warnings.simplefilter('ignore', urllib3.exceptions.InsecureRequestWarning)
+            return self.session.get(url, stream=True, allow_redirects=False,
+                                    timeout=self.timeout, headers=headers, verify=verify)
+
+    def tls_verified(self, url):
+        """Was *url*'s answer sent over TLS with a verified certificate? None for
+        http."""
+        if not url.startswith('https:'):
+            return None
+        return urls.origin(url) not in self.unverified
 
     def disarm(self, entry, deadline, exc=None):
         """Stop the watchdog; an error it caused becomes TimeLimit/OutOfBudget."""

@@ -27,7 +27,9 @@ they don't know. Times are UTC ISO-8601 strings (``2026-11-30T08:00:00Z``).
     decoded text for HTML/XHTML, null for other types), headers (dict of the response
     headers kept: etag, last-modified, x-robots-tag, retry-after, content-length,
     content-encoding), attempts (int: requests made for it, retries and redirect hops
-    included; 0 when none was made), raw_body (str, only for a type listed in
+    included; 0 when none was made), tls_verified (bool|null, on a record that got an
+    answer: over https, whether its certificate was verified, false only with
+    fetch.verify_tls = false; null over http), raw_body (str, only for a type listed in
     ``fetch.keep_types``, or a sitemap type with sitemaps.enabled: base64 of the body bytes, which ``body`` then leaves null).
     Only with ``warc.enabled`` (for MRWarc; MRParse drops them): http ({version:
     ``HTTP/1.1``, reason: the status line's reason phrase, headers: list of [name,

@@ -263,8 +263,7 @@ class SubRequests:
                 f = HostFetcher(self.conf, self.robots_cache, self.resolver,
                                 delay=self.delays(url))
                 f.key, f.first_url = key, url
-                f.http = httpio.KeySession(f.user_agent, f.timeout, f.resolver, f.slot,
-                                           ca_bundle=f.ca_bundle)
+                f.http = f.session()
                 if self.paces.get(key) is not None:
                     # Another machine's clock a little ahead counts as 'just now'.
                     f.slot.resume(max(0.0, time.time() - self.paces[key]))

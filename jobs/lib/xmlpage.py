@@ -11,7 +11,7 @@ import re
 
 from lxml import etree
 
-SCHEMA_VERSION = '6'
+SCHEMA_VERSION = '7'
 _INVALID_XML_RE = re.compile(
     '[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]')
 
@@ -24,6 +24,11 @@ def clean(text):
 
 
 _SubElement = etree.SubElement
+
+
+def _bool(value):
+    """'true', 'false' or None (the attribute left out) for a bool or None."""
+    return None if value is None else 'true' if value else 'false'
 
 
 def _sub(parent, tag, text=None, **attrs):
@@ -87,7 +92,8 @@ def page_xml_bytes(page):
     fetch = _sub(root, 'fetch', status=page.get('status'),
                  http_status=str(page.get('http_status') or ''),
                  time=page.get('fetch_time'), depth=str(page.get('depth', 0)),
-                 layer=str(page.get('layer', 0)), parser=page.get('parser'))
+                 layer=str(page.get('layer', 0)), parser=page.get('parser'),
+                 tls_verified=_bool(page.get('tls_verified')))
     _el(fetch, 'content_type', _text(page.get('content_type')))
     _el(fetch, 'encoding', _text(page.get('encoding')))
     _el(fetch, 'length', str(page.get('length') or 0))
@@ -167,7 +173,7 @@ def _resources_xml(root, resources):
                  'content-type': r.get('content_type'),
                  'length': str(length) if isinstance(length, int) and length >= 0 else None,
                  'digest': r.get('digest'),
-                 'truncated': None if truncated is None else 'true' if truncated else 'false',
+                 'truncated': _bool(truncated),
                  'http-status': None if r.get('http_status') is None
                  else str(r['http_status']),
                  'reason': r.get('reason'), 'stored': r.get('stored'),
