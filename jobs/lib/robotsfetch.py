@@ -36,7 +36,8 @@ class RobotsReading:
                         url = rules
                         if url is None:
                             return robots.Rules(allow_all=True, reason='robots_bad_redirect')
-                    finally:
+                    finally:     # a small unread body (a 404's) keeps the connection
+                        self.http.drain(resp, deadline)
                         resp.close()
                 except NETWORK_ERRORS as e:
                     if entry is not None:
