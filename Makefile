@@ -59,10 +59,10 @@ test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 wo
 
 # Debian packages of the programs the media previews (ffmpeg) and page rendering
 # (chromium) run, and those the protocol tests run against: openssl (it makes the TLS
-# tests' certificates) and nginx (TLS, credentials, content codings). The tests run
-# them for real, so `make test` installs them.
-SYSTEM_PROGRAMS := ffmpeg chromium openssl nginx
-system-deps:  ## Install ffmpeg, Chromium, openssl and nginx from Debian's packages when missing
+# tests' certificates), nginx (TLS, credentials, content codings) and tinyproxy (a
+# forward proxy). The tests run them for real, so `make test` installs them.
+SYSTEM_PROGRAMS := ffmpeg chromium openssl nginx tinyproxy
+system-deps:  ## Install ffmpeg, Chromium, openssl, nginx and tinyproxy from Debian's packages when missing
 	@missing=$$(for p in $(SYSTEM_PROGRAMS); do command -v $$p >/dev/null || \
 	  [ -x /usr/sbin/$$p ] || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

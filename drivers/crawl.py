@@ -43,7 +43,7 @@ from drivers.runtime.hdfs import webhdfs_address
 from drivers.runtime.runners import TASK_ENV_ARGS, local_runner_args
 from drivers.runtime.steps import CrawlError, StepRunner
 from drivers.seeds import NO_CRAWL, NoSeeds, gather
-from jobs.lib import counters as C, media, render, urls
+from jobs.lib import counters as C, media, render, routes, secretref, urls
 from jobs.lib.sites import entry_urls
 
 log = logging.getLogger('mrcrawl')
@@ -87,6 +87,11 @@ class Crawl(StepRunner):
     def prepare(self, existing=False):
         """Refuse a folder that is not a crawl's (drivers/folder/settings.py), or not new unless
         *existing*; mark it, make its folders, write the settings."""
+        for where, text in routes.secret_settings(self.conf):
+            try:     # before the folder is touched: a missing password stops the run
+                secretref.check(text, where)
+            except secretref.SecretError as e:
+                raise CrawlError(str(e))
         try:
             settings.check_folder(self.out, existing)
             self.fs.check_writable(self.out)

@@ -10,14 +10,16 @@ The driver resolves the configuration once and writes it as JSON next to the cra
 jobs read only that file (``load_resolved``), never ``conf/``.
 """
 import copy
+import ipaddress
 import json
 import math
 import os
 import re
 import tomllib
+import urllib.parse
 from importlib import resources
 
-from jobs.lib import content, maintext, topic
+from jobs.lib import content, maintext, secretref, topic
 from jobs.lib.choices import CHOICES   # read as config.CHOICES too
 
 
@@ -183,12 +185,65 @@ def _validate(conf):
                           'the fetch task\'s parse), generate.top_n = 0 and '
                           'filter.max_urls_per_host = 0 (a followed URL passes by both caps): '
                           '--set fetch.follow_hops=0 with either cap')
-    _check_ca_bundle(conf['fetch']['ca_bundle'])
+    _validate_protocols(conf['fetch'])
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
     _validate_parsers(conf['parse'])
     _check_components(conf)
+
+
+def _validate_protocols(fetch):
+    """fetch.ca_bundle, fetch.proxy and fetch.proxy_bypass (docs/protocols.md)."""
+    _check_ca_bundle(fetch['ca_bundle'])
+    problem = check_proxy(fetch['proxy'], 'fetch.proxy')
+    if problem:
+        raise ConfigError(problem)
+    for entry in fetch['proxy_bypass']:
+        if not isinstance(entry, str) or not entry.strip('.') or \
+                '/' in entry and not _is_network(entry):
+            raise ConfigError('fetch.proxy_bypass: %r is no host name, .domain, address or '
+                              'network' % (entry,))
+
+
+def _is_network(text):
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def check_proxy(value, where):
+    """The error message for a proxy URL that is not one (None when fine): an http or
+    https URL with a host and a port, whose password, if any, is a reference
+    (jobs.lib.secretref)."""
+    if value == '':
+        return None
+    plain, unmask = secretref.masked(value)
+    try:
+        parts = urllib.parse.urlsplit(plain)
+        port = parts.port
+    except ValueError:
+        return '%s: %r is not a proxy URL (http://host:port)' % (where, _shown(value))
+    if parts.scheme not in ('http', 'https') or not parts.hostname or port is None \
+            or parts.path not in ('', '/') or parts.query:
+        return '%s: %r is not a proxy URL: http://host:port or https://host:port (socks ' \
+               'is not supported)' % (where, _shown(value))
+    if parts.password is not None and not secretref.is_reference(unmask(parts.password)):
+        return '%s: write the proxy\'s password as ${VARIABLE} (an environment variable) or ' \
+               '${file:/path}: a password in the settings would be written to the crawl\'s ' \
+               'folder' % where
+    return None
+
+
+def _shown(value):
+    """A URL with its password hidden, for an error message."""
+    head, at, tail = value.rpartition('@')
+    if not at or ':' not in head.partition('://')[2]:
+        return value
+    scheme, _, userinfo = head.rpartition('://')
+    return '%s://%s:***@%s' % (scheme, userinfo.partition(':')[0], tail) if scheme else value
 
 
 def _check_ca_bundle(path):

@@ -36,6 +36,7 @@ from jobs.lib.httpio import NETWORK_ERRORS
 from jobs.lib.netpolicy import Resolver
 from jobs.lib.politeness import OutOfBudget, Slot, TimeLimit, politeness_key
 from jobs.lib.robotsfetch import RobotsReading
+from jobs.lib.routes import Routes
 
 
 def _carry(rec, doc):
@@ -82,6 +83,7 @@ class HostFetcher(RobotsReading):
         self.key_mode = pol['key']
         self.timeout = (fet['connect_timeout'], fet['read_timeout'])
         self.ca_bundle, self.verify_tls = fet['ca_bundle'], fet['verify_tls']
+        self.routes = Routes(conf)
         self.max_body = fet['max_body_bytes']
         self.max_redirects = fet['max_redirects']
         self.max_retries = fet['max_retries']
@@ -391,7 +393,7 @@ class HostFetcher(RobotsReading):
     def session(self, warc=False):
         """A new httpio.KeySession of this fetcher's settings."""
         return httpio.KeySession(self.user_agent, self.timeout, self.resolver, self.slot,
-                                 warc, self.ca_bundle, self.verify_tls)
+                                 warc, self.ca_bundle, self.verify_tls, self.routes)
 
     def same_key(self, url):
         """Is *url* of this fetcher's politeness key (its delay and robots.txt)?"""

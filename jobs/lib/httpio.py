@@ -35,6 +35,7 @@ import urllib3.exceptions
 from jobs.lib import netpolicy, records as R, urls
 from jobs.lib.netpolicy import Blocked
 from jobs.lib.records import now_iso
+from jobs.lib.secretref import SecretError
 from jobs.lib.watchdog import WATCHDOG
 
 #: Response headers a doc record keeps.
@@ -51,6 +52,11 @@ RETRY_REASONS = ('read_timeout', 'connect_timeout', 'connection_reset', 'protoco
 NETWORK_ERRORS = (requests.RequestException, OSError, urllib3.exceptions.HTTPError)
 
 
+class SecretUnavailable(OSError):
+    """A secret the request needs (a proxy's password: jobs.lib.secretref) cannot be read
+    in this task: network_error, reason secret_unavailable."""
+
+
 class KeySession:
     """One politeness key's HTTP session. *slot* (jobs.lib.politeness.Slot) gives the
     clock and what running past a deadline means. With *warc* (warc.enabled) it keeps
@@ -58,8 +64,10 @@ class KeySession:
     next doc record takes them (:meth:`attach_kept`)."""
 
     def __init__(self, user_agent, timeout, resolver, slot, warc=False, ca_bundle='',
-                 verify_tls=True):
+                 verify_tls=True, routes=None):
         self.timeout = timeout
+        self.resolver = resolver
+        self.routes = routes        # jobs.lib.routes.Routes: the proxies, or None
         self.slot = slot
         self.warc, self.kept = warc, []
         self.verify_tls = verify_tls
@@ -160,10 +168,22 @@ class KeySession:
             return self._send(url, headers, verify=False)
 
     def _send(self, url, headers, verify=None):
+        proxies = None
+        if self.routes:
+            try:
+                proxy = self.routes.proxy(url)
+            except SecretError as e:
+                raise SecretUnavailable(str(e)) from None
+            if proxy is not None:
+                # The proxy connects to the host: the policy checks it here first.
+                self.resolver.resolve(urls.hostname(url),
+                                      443 if url.startswith('https:') else 80)
+                proxies = {'http': proxy, 'https': proxy}
         with warnings.catch_warnings():    # verify=False: one warning a request, not news
             warnings.simplefilter('ignore', urllib3.exceptions.InsecureRequestWarning)
             return self.session.get(url, stream=True, allow_redirects=False,
-                                    timeout=self.timeout, headers=headers, verify=verify)
+                                    timeout=self.timeout, headers=headers, verify=verify,
+                                    proxies=proxies)
 
     def tls_verified(self, url):
         """Was *url*'s answer sent over TLS with a verified certificate? None for
@@ -291,6 +311,10 @@ def error_reason(exc):
     for exc in _chain(exc):
         if isinstance(exc, Blocked):
             return 'private_address'
+        if isinstance(exc, SecretUnavailable):
+            return 'secret_unavailable'
+        if isinstance(exc, (requests.exceptions.ProxyError, urllib3.exceptions.ProxyError)):
+            return 'proxy_error'
         if isinstance(exc, socket.gaierror):
             return 'dns'
         if isinstance(exc, (requests.exceptions.ConnectTimeout,)):

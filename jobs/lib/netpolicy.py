@@ -176,10 +176,25 @@ class SafeAdapter(requests.adapters.HTTPAdapter):
 
     def init_poolmanager(self, *args, **kwargs):
         super().init_poolmanager(*args, **kwargs)
-        bound = {'resolver': self.resolver}
-        http = type('HTTPConnection', (_SafeHTTPConnection,), bound)
-        https = type('HTTPSConnection', (_SafeHTTPSConnection,), bound)
-        self.poolmanager.pool_classes_by_scheme = {
-            'http': type('HTTPPool', (urllib3.HTTPConnectionPool,), {'ConnectionCls': http}),
+        self.poolmanager.pool_classes_by_scheme = _pool_classes(self.resolver)
+
+    def proxy_manager_for(self, proxy, **proxy_kwargs):
+        """A proxy's connections (jobs.lib.routes) go to the proxy, an address the
+        operator chose, so its own is not checked (the page's host is, before the
+        request); they are tracked for the watchdog like the others."""
+        fresh = proxy not in self.proxy_manager
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if fresh:
+            manager.pool_classes_by_scheme = _pool_classes(
+                Resolver(allow_private=True, ttl=self.resolver.ttl))
+        return manager
+
+
+def _pool_classes(resolver):
+    """urllib3's pool classes by scheme, their connections bound to *resolver*."""
+    bound = {'resolver': resolver}
+    http = type('HTTPConnection', (_SafeHTTPConnection,), bound)
+    https = type('HTTPSConnection', (_SafeHTTPSConnection,), bound)
+    return {'http': type('HTTPPool', (urllib3.HTTPConnectionPool,), {'ConnectionCls': http}),
             'https': type('HTTPSPool', (urllib3.HTTPSConnectionPool,),
                           {'ConnectionCls': https})}

@@ -22,6 +22,8 @@ A site file is TOML, read with tomllib (never executed)::
     max_pages = 10000                     # pages ever requested (jobs.lib.sitelimits)
     quota_per_hour = 600                  # requests in any hour, across layers and
     quota_per_day = 5000                  # cycles (jobs.lib.sitelimits)
+    proxy = "http://proxy.corp:3128"      # its pages' proxy instead of fetch.proxy;
+                                          # "": none (jobs.lib.routes)
 
     [links]                               # which out-links of this site's pages to follow
     follow = ['/film/', '/list/']         # when set, only links matching one (site_rule)
@@ -62,7 +64,7 @@ FIELD_TYPES = ('text', 'int', 'float', 'date', 'list', 'url')
 _FIELD_KEYS = {'css', 'xpath', 'regex', 'attr', 'type', 'formats', 'required'}
 _RESOURCE_KEYS = {'css', 'xpath', 'regex', 'attr', 'max_bytes'}
 _SITE_KEYS = {'name', 'hosts', 'urls', 'pages', 'refetch_interval', 'entry', 'delay',
-              'max_pages', 'quota_per_hour', 'quota_per_day', 'render'}
+              'max_pages', 'quota_per_hour', 'quota_per_day', 'render', 'proxy'}
 #: The limits jobs.lib.sitelimits applies, by their key in [site].
 LIMIT_KEYS = ('max_pages', 'quota_per_hour', 'quota_per_day')
 _LINK_KEYS = {'follow', 'deny'}
@@ -181,6 +183,12 @@ def parse_site(data, path):
     render = site.get('render', False)
     if not isinstance(render, bool):
         raise _err(path, 'site.render must be true or false, got %r', render)
+    proxy = site.get('proxy')
+    if proxy is not None:
+        problem = config.check_proxy(proxy, 'site.proxy') if isinstance(proxy, str) \
+            else 'site.proxy must be a proxy URL or "", got %r' % (proxy,)
+        if problem:
+            raise _err(path, '%s', problem)
     limits = {}
     for key in LIMIT_KEYS:
         value = site.get(key)
@@ -214,7 +222,8 @@ def parse_site(data, path):
             'follow': _regexes(path, 'links.follow', links.get('follow', [])),
             'deny': _regexes(path, 'links.deny', links.get('deny', [])),
             'fields': fields, 'resources': resources,
-            'delay': None if delay is None else float(delay), 'render': render, **limits}
+            'delay': None if delay is None else float(delay), 'render': render,
+            'proxy': proxy, **limits}
 
 
 _HOSTS_EXAMPLE = 'e.g. hosts = ["films.example", "*.films.example", "127.0.0.1:8080"]'

@@ -1,0 +1,85 @@
+"""Which proxy a request goes through: fetch.proxy, the hosts of fetch.proxy_bypass,
+and a site's own ``proxy`` (jobs.lib.sites), which wins for its pages.
+
+A proxy is an HTTP (or HTTPS) proxy: http URLs are asked of it by absolute URI, https
+ones through a CONNECT tunnel, so TLS and its verification stay end to end. Its
+password is a reference (``http://crawler:${PROXY_PASSWORD}@proxy:3128``:
+jobs.lib.secretref), read when the first request goes out. The address policy
+(jobs.lib.netpolicy) still applies to the page's host, resolved here before each
+request; the proxy's own address is the operator's choice and is not checked.
+"""
+import ipaddress
+import urllib.parse
+
+from jobs.lib import secretref, urls
+from jobs.lib.sites import SiteIndex
+
+
+def secret_settings(conf):
+    """(setting, value) of every setting that may hold secret references: what the
+    driver checks it can read before a crawl starts (jobs.lib.secretref.check)."""
+    found = [('fetch.proxy', conf['fetch']['proxy'])]
+    for site in conf.get('sites') or ():
+        if site.get('proxy'):
+            found.append(('%s: site.proxy' % site['file'], site['proxy']))
+    return [(where, text) for where, text in found if secretref.references(text)]
+
+
+def bypassed(host, patterns):
+    """Does *host* match one of *patterns*: a host name, ``.example.com`` (that domain
+    and its subdomains), an IP address or an IP network (``10.0.0.0/8``)?"""
+    host = host.lower().strip('[]')
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    for p in patterns:
+        p = p.lower()
+        if '/' in p and ip is not None:
+            if ip in ipaddress.ip_network(p, strict=False):
+                return True
+        elif p.startswith('.'):
+            if host == p[1:] or host.endswith(p):
+                return True
+        elif host == p.strip('[]'):
+            return True
+    return False
+
+
+class Routes:
+    """The proxies of a crawl's resolved settings: :meth:`proxy` of a URL."""
+
+    def __init__(self, conf):
+        self.default = conf['fetch']['proxy']
+        self.bypass = conf['fetch']['proxy_bypass']
+        sites = conf.get('sites') or ()
+        self.sites = SiteIndex(sites if any(s.get('proxy') is not None for s in sites)
+                               else ())
+        self._expanded = {}
+
+    def __bool__(self):
+        return bool(self.default or self.sites.sites)
+
+    def proxy(self, url):
+        """The proxy URL (references expanded) a request for *url* goes through, or None
+        to go direct."""
+        site = self.sites.match(url) if self.sites.sites else None
+        chosen = site.spec['proxy'] if site is not None and site.spec.get('proxy') \
+            is not None else self.default
+        if not chosen or bypassed(urls.hostname(url) or '', self.bypass):
+            return None
+        if chosen not in self._expanded:
+            self._expanded[chosen] = _with_password(chosen)
+        return self._expanded[chosen]
+
+
+def _with_password(proxy):
+    """*proxy* with its password's references read and percent-encoded (a password may
+    hold ``@`` or ``:``)."""
+    plain, unmask = secretref.masked(proxy)
+    parts = urllib.parse.urlsplit(plain)
+    if parts.password is None:
+        return proxy
+    password = urllib.parse.quote(secretref.expand(unmask(parts.password)), safe='')
+    netloc = '%s:%s@%s' % (parts.username, password, parts.netloc.rpartition('@')[2])
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
