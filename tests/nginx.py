@@ -58,14 +58,14 @@ def free_port(host='127.0.0.1'):
 
 class Nginx:
     """nginx serving *servers* (server blocks; PORT and DIR stand for its port and its
-    folder, whose ``www/`` holds *files*: {relative path: bytes})."""
+    folder, which holds *files*: {path relative to it: bytes}, ``www/...`` for pages)."""
 
     def __init__(self, servers, files=None, host='127.0.0.1'):
         self.host, self.port = host, free_port(host)
         self.dir = tempfile.mkdtemp(prefix='mrcrawl-nginx-')
         os.makedirs(os.path.join(self.dir, 'tmp'))
         for path, data in (files or {}).items():
-            full = os.path.join(self.dir, 'www', path)
+            full = os.path.join(self.dir, path)
             os.makedirs(os.path.dirname(full), exist_ok=True)
             with open(full, 'wb') as f:
                 f.write(data)

@@ -93,7 +93,7 @@ class TLSSite(Nginx):
                             'key': key}
         for name, (c, k) in (by_name or {}).items():
             servers += SERVER % {'default': '', 'name': name, 'cert': c, 'key': k}
-        super().__init__(servers, {'index.html': PAGE})
+        super().__init__(servers, {'www/index.html': PAGE})
 
     @property
     def paths(self):

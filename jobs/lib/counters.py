@@ -355,6 +355,13 @@ def tls_unverified_origins(reason):
     return per('tls_unverified_origins', reason)
 
 
+def credentials_withheld(why):
+    """Requests a site's [request] credentials, headers and cookies were left off, by
+    why: ``credentials_withheld_http_total`` (plain http without over_http),
+    ``credentials_withheld_unverified_total`` (a certificate that failed verification)."""
+    return per('credentials_withheld', why)
+
+
 def previews_failed(why):
     """Previews not made, by why: ``previews_failed_timeout_total``,
     ``previews_failed_too_many_pixels_total``, ``previews_failed_ffmpeg_total``..."""

@@ -196,7 +196,7 @@ class HostFetcher(RobotsReading):
         doc['headers'] = {k: resp.headers[k] for k in httpio.KEPT_HEADERS
                           if k in resp.headers}
         if self.warc:
-            doc['http'] = httpio.http_exchange(resp)
+            doc['http'] = httpio.http_exchange(resp, self.http.secret_headers)
         if resp.status_code == 304:
             # A page the crawl holds is "not modified" only if the request named it
             # (conditional); a 304 to any other request (RFC 9110, 15.4.5) is an error.
@@ -388,6 +388,8 @@ class HostFetcher(RobotsReading):
         finally:
             for reason in self.http.unverified.values():
                 self._stat(C.tls_unverified_origins(reason))
+            for why, n in self.http.withheld.items():
+                self._stat(C.credentials_withheld(why), n)
             self.http.close()
 
     def session(self, warc=False):

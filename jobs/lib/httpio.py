@@ -67,7 +67,11 @@ class KeySession:
                  verify_tls=True, routes=None):
         self.timeout = timeout
         self.resolver = resolver
-        self.routes = routes        # jobs.lib.routes.Routes: the proxies, or None
+        self.routes = routes        # jobs.lib.routes.Routes: proxies, site extras, or None
+        #: why a site's credentials and headers were left off requests -> how many:
+        #: http (plain http, no over_http), unverified (a certificate that failed)
+        self.withheld = {}
+        self.secret_headers = routes.secret_headers if routes else SECRET_REQUEST_HEADERS
         self.slot = slot
         self.warc, self.kept = warc, []
         self.verify_tls = verify_tls
@@ -101,7 +105,8 @@ class KeySession:
         if self.warc:
             self.kept.append({
                 'kind': kind, 'url': url, 'fetch_time': now_iso(),
-                'http_status': resp.status_code, 'http': http_exchange(resp),
+                'http_status': resp.status_code,
+                'http': http_exchange(resp, self.secret_headers),
                 'body': None if body is None else base64.b64encode(body).decode('ascii'),
                 'truncated': bool(truncated)})
 
@@ -168,10 +173,10 @@ class KeySession:
             return self._send(url, headers, verify=False)
 
     def _send(self, url, headers, verify=None):
-        proxies = None
+        proxies, auth = None, None
         if self.routes:
             try:
-                proxy = self.routes.proxy(url)
+                proxy, extras = self.routes.proxy(url), self.routes.extras(url)
             except SecretError as e:
                 raise SecretUnavailable(str(e)) from None
             if proxy is not None:
@@ -179,11 +184,18 @@ class KeySession:
                 self.resolver.resolve(urls.hostname(url),
                                       443 if url.startswith('https:') else 80)
                 proxies = {'http': proxy, 'https': proxy}
+            if extras is not None:
+                withheld = 'unverified' if verify is False else 'http' if \
+                    url.startswith('http:') and not extras.over_http else None
+                if withheld:
+                    self.withheld[withheld] = self.withheld.get(withheld, 0) + 1
+                else:
+                    headers, auth = dict(extras.headers, **(headers or {})), extras.auth
         with warnings.catch_warnings():    # verify=False: one warning a request, not news
             warnings.simplefilter('ignore', urllib3.exceptions.InsecureRequestWarning)
             return self.session.get(url, stream=True, allow_redirects=False,
                                     timeout=self.timeout, headers=headers, verify=verify,
-                                    proxies=proxies)
+                                    proxies=proxies, auth=auth)
 
     def tls_verified(self, url):
         """Was *url*'s answer sent over TLS with a verified certificate? None for
@@ -257,11 +269,12 @@ def declared_length(headers):
 SECRET_REQUEST_HEADERS = frozenset(('authorization', 'proxy-authorization', 'cookie'))
 
 
-def http_exchange(resp):
+def http_exchange(resp, secret=SECRET_REQUEST_HEADERS):
     """What a WARC request/response pair needs beyond the doc record (warc.enabled):
     ``{version, reason, headers, request}``; headers are ``[name, value]`` lists in the
     order received (repeated names kept), request = {method, path, headers sent but
-    :data:`SECRET_REQUEST_HEADERS`}."""
+    *secret* (lower-case names: :data:`SECRET_REQUEST_HEADERS` and a site's headers
+    that hold a secret, jobs.lib.routes)}."""
     version = getattr(resp.raw, 'version', 11)
     raw_headers = getattr(resp.raw, 'headers', None) or resp.headers
     req = resp.request
@@ -270,7 +283,7 @@ def http_exchange(resp):
             'headers': [[k, v] for k, v in raw_headers.items()],
             'request': {'method': req.method or 'GET', 'path': req.path_url,
                         'headers': [[k, v] for k, v in req.headers.items()
-                                    if k.lower() not in SECRET_REQUEST_HEADERS]}}
+                                    if k.lower() not in secret]}}
 
 
 def host_refusal(resolver, url):

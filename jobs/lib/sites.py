@@ -33,6 +33,12 @@ A site file is TOML, read with tomllib (never executed)::
     css = "h1.title"                      # one of css / xpath / regex (regex may also
     type = "text"                         # post-process what css or xpath selected)
 
+    [request]                             # what its requests carry (jobs.lib.routes)
+    user = "crawler"                      # HTTP basic credentials; the password, the
+    password = "${FILMS_PASSWORD}"        # cookies and credential headers only as
+    headers = {"X-Api-Key" = "${KEY}"}    # references (jobs.lib.secretref); sent over
+    cookies = {session = "${file:/p}"}    # https only unless over_http = true
+
     [resources.video]                     # secondary resources (jobs.lib.extract)
     css = "video source"
     attr = "src"
@@ -55,7 +61,7 @@ import re
 import tomllib
 import urllib.parse
 
-from jobs.lib import config, urls
+from jobs.lib import config, secretref, urls
 from jobs.lib.config import ConfigError
 from jobs.lib.filters import split_url
 from jobs.lib.urls import host
@@ -162,7 +168,7 @@ def _check_css(path, where, css):
 
 def parse_site(data, path):
     """Validate the TOML table of one site file -> the plain dict kept in conf['sites']."""
-    _check_keys(path, 'the file', data, {'site', 'links', 'fields', 'resources'})
+    _check_keys(path, 'the file', data, {'site', 'links', 'fields', 'resources', 'request'})
     site = data.get('site', {})
     _check_keys(path, 'site', site, _SITE_KEYS)
     name = site.get('name', os.path.splitext(os.path.basename(path))[0])
@@ -223,7 +229,45 @@ def parse_site(data, path):
             'deny': _regexes(path, 'links.deny', links.get('deny', [])),
             'fields': fields, 'resources': resources,
             'delay': None if delay is None else float(delay), 'render': render,
-            'proxy': proxy, **limits}
+            'proxy': proxy, 'request': _request(path, data.get('request', {})), **limits}
+
+
+_REQUEST_KEYS = {'user', 'password', 'headers', 'cookies', 'over_http'}
+#: Request headers whose value must be a secret reference (jobs.lib.secretref).
+CREDENTIAL_HEADERS = ('authorization', 'cookie', 'proxy-authorization')
+_TOKEN_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")     # RFC 9110 token
+
+
+def _request(path, table):
+    """[request]: what the site's requests carry (jobs.lib.routes) -> a dict, or None
+    when the file has no such table."""
+    _check_keys(path, 'request', table, _REQUEST_KEYS)
+    if not table:
+        return None
+    user, password = table.get('user'), table.get('password')
+    if (user is None) != (password is None) or user is not None and (
+            not isinstance(user, str) or not user or ':' in user):
+        raise _err(path, 'request.user and request.password go together; a user name '
+                   'has no ":"')
+    if password is not None and not (isinstance(password, str)
+                                     and secretref.is_reference(password)):
+        raise _err(path, 'request.password: write it as ${VARIABLE} (an environment '
+                   'variable) or ${file:/path}: the crawl writes its settings to its folder')
+    headers, cookies = table.get('headers', {}), table.get('cookies', {})
+    for where, items in (('headers', headers), ('cookies', cookies)):
+        if not isinstance(items, dict) or not all(
+                isinstance(k, str) and _TOKEN_RE.match(k) and isinstance(v, str) and
+                '\r' not in v and '\n' not in v for k, v in items.items()):
+            raise _err(path, 'request.%s must be a table of names to one-line strings', where)
+    for name, value in list(headers.items()) + [('cookie', v) for v in cookies.values()]:
+        if name.lower() in CREDENTIAL_HEADERS and not secretref.is_reference(value):
+            raise _err(path, 'request.%s: write %s as ${VARIABLE} or ${file:/path}',
+                       'cookies' if name == 'cookie' else 'headers', name)
+    over_http = table.get('over_http', False)
+    if not isinstance(over_http, bool):
+        raise _err(path, 'request.over_http must be true or false, got %r', over_http)
+    return {'user': user, 'password': password, 'headers': headers, 'cookies': cookies,
+            'over_http': over_http}
 
 
 _HOSTS_EXAMPLE = 'e.g. hosts = ["films.example", "*.films.example", "127.0.0.1:8080"]'
