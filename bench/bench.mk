@@ -9,7 +9,7 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench-wide bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch bench-inline-vs-local bench-same-outputs
+.PHONY: bench-wide bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch bench-inline-vs-local bench-same-outputs bench-http2
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
@@ -29,6 +29,10 @@ bench-quick: bench-deps  ## Smallest benchmark point only (politeness-bound, a f
 
 bench-same-outputs: $(STAMP)  ## One fixture crawl, refresh and deepen by BEFORE (a commit) and this tree, compared
 	$(BIN)/python bench/same_outputs.py --before $(or $(BEFORE),HEAD~1)
+
+bench-http2: $(TEST_STAMP)  ## Does HTTP/2 pay for one request at a time on one connection? curl vs nginx, loopback and 20 ms
+	$(BIN)/python bench/http2.py --requests 200 --rounds 5
+	$(BIN)/python bench/http2.py --requests 50 --rounds 3 --delay-ms 20
 
 bench-refresh: bench-deps  ## A crawl cycle's refresh cost: 1 % of the cpu4x web changed (POINT=cpu4x REPEAT=3)
 	$(BENCH_PY) bench/refresh.py $(or $(POINT),cpu4x) --repeat $(or $(REPEAT),3)
