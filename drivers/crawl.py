@@ -29,7 +29,7 @@ import os
 import tempfile
 
 from drivers.crawler_driver import CrawlerDriver
-from drivers.folder import settings
+from drivers.folder import layout, settings
 from drivers.folder.cycles import Cycles, FolderError, LockHeld, layer_name, layer_rows
 from drivers.html_to_xml_driver import HtmlToXmlDriver
 from drivers.merge_driver import MergeDriver
@@ -96,7 +96,7 @@ class Crawl(StepRunner):
             settings.check_folder(self.out, existing)
             self.fs.check_writable(self.out)
             settings.mark(self.fs, self.out)
-            for sub in ('in', 'crawldb', 'steps') + self.parser.folders():
+            for sub in (layout.IN, layout.CRAWLDB, layout.STEPS) + self.parser.folders():
                 self.fs.mkdirs(self.path(sub))
         except (settings.FolderRefused, OSError) as e:
             raise CrawlError(str(e) if isinstance(e, settings.FolderRefused) else
@@ -105,7 +105,7 @@ class Crawl(StepRunner):
         for line in media.tool_warnings(self.conf) + render.tool_warnings(self.conf):
             log.warning('%s', line)
         text = json.dumps(self.conf, indent=1, sort_keys=True)
-        self.fs.write_text(self.path('conf.json'), text)
+        self.fs.write_text(self.path(layout.SETTINGS), text)
         fd, self._conf_file = tempfile.mkstemp(prefix='mrcrawl-conf-', suffix='.json')
         with os.fdopen(fd, 'w') as f:
             f.write(text)
@@ -133,12 +133,12 @@ class Crawl(StepRunner):
 
     def inject(self, seeds_path):
         """Seeds file -> in/000 (skipped if in/000 exists: a resumed crawl)."""
-        final = self.path('in', layer_name(0))
+        final = self.path(layout.IN, layer_name(0))
         if self.fs.exists(final):
             return self.report.load_step('inject')
         if not seeds_path and not self.site_entries():
             raise CrawlError(NO_CRAWL % self.out)
-        seeds, tmp = self.read_seeds(seeds_path), self.path('tmp', 'inject')
+        seeds, tmp = self.read_seeds(seeds_path), self.path(layout.INJECT_TMP)
         text = self.optimizer.seed_lines(seeds.good)
         self.fs.rm(tmp)
         self.fs.mkdirs(tmp)
@@ -155,7 +155,7 @@ class Crawl(StepRunner):
     # -- the loop -------------------------------------------------------------------
 
     def stop_requested(self):
-        return self.fs.exists(self.path('STOP'))
+        return self.fs.exists(self.path(layout.STOP))
 
     def run(self, seeds_path=None, at=None):
         """One crawl cycle (drivers/folder/cycles.py), then the final outputs for the whole
@@ -225,7 +225,7 @@ class Crawl(StepRunner):
                 'resources' if hops == self.depth and resources else None
             if more == 'resources' and layer in done and not self.names_resources(layer):
                 more = None
-            nxt = self.path('in', layer_name(layer + 1))
+            nxt = self.path(layout.IN, layer_name(layer + 1))
             if layer in done and (not more or self.fs.exists(nxt)):
                 # Finished in an earlier run (its row is saved): nothing to load or redo.
                 self.progress('layer %s: done in an earlier run' % layer_name(layer))
@@ -266,7 +266,7 @@ class Crawl(StepRunner):
                                  'resume `mrcrawl crawl` first' % self.out)
             cycle = done[-1]
             self.depth = self.report.depth = cycle['depth'] or self._last_depth(cycles)
-            state = self.path('reparse.json')
+            state = self.path(layout.REPARSE)
             if self.fs.exists(state):           # an interrupted reparse: same build
                 build = json.loads(self.fs.read_text(state))['build']
             else:
@@ -282,8 +282,8 @@ class Crawl(StepRunner):
 
     def _last_depth(self, cycles):
         known = [c['depth'] for c in cycles.all() if c['depth'] is not None]
-        if not known and self.fs.exists(self.path('report.json')):
-            known = [json.loads(self.fs.read_text(self.path('report.json')))['depth']]
+        if not known and self.fs.exists(self.path(layout.REPORT)):
+            known = [json.loads(self.fs.read_text(self.path(layout.REPORT)))['depth']]
         if not known:
             raise CrawlError('%s: no earlier cycle says how deep to crawl: give --depth'
                              % self.out)
@@ -293,9 +293,9 @@ class Crawl(StepRunner):
         """A new cycle starts at layer *first*: the last cycle's generate may have left
         an empty in/ there (its stop), and its robots.txt answers (robots/) go, since
         each cycle reads robots.txt afresh, as a Nutch round does."""
-        self.fs.rm(self.path('in', layer_name(first)))
-        self.fs.rm(self.path('steps', 'generate-%s.json' % layer_name(first)))
-        self.fs.rm(self.path('robots'))
+        self.fs.rm(self.path(layout.IN, layer_name(first)))
+        self.fs.rm(self.path(layout.STEPS, 'generate-%s.json' % layer_name(first)))
+        self.fs.rm(self.path(layout.ROBOTS))
 
     def run_layer(self, layer, urls_in, hosts_in, more):
         """One layer, as Nutch's fetch, parse, updatedb and generate: CrawlerDriver,
@@ -335,7 +335,7 @@ class Crawl(StepRunner):
                 else '')))
         if self.stop_requested():
             # Consumed, so that rerunning the same command continues the crawl.
-            self.fs.rm(self.path('STOP'))
+            self.fs.rm(self.path(layout.STOP))
             self.progress('STOP file found in %s: stopped after step %s; run the same '
                           'command again to continue' % (self.out, name))
             raise Stopped(name)
@@ -393,5 +393,5 @@ class Crawl(StepRunner):
                                                                  self.conf, pngs))
         except Exception as e:   # the crawl itself is done and saved; say why, go on
             log.warning('html report not written: %s: %s', type(e).__name__, e)
-        self.fs.rm(self.path('tmp'))
+        self.fs.rm(self.path(layout.TMP))
         return report

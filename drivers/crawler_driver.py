@@ -27,6 +27,7 @@ import time
 
 import orjson
 
+from drivers.folder import layout
 from drivers.folder.cycles import layer_name
 from drivers.runtime import hadoop
 from drivers.runtime.part_files import read_lines, write_lines
@@ -56,16 +57,16 @@ class CrawlerDriver:
         args = ['--layer', str(layer)]
         # The crawl database too: each key's list names the URLs it has requested, so a
         # redirect to one of them is not followed (MRFetch, known_target).
-        db = c.path('crawldb', layer_name(layer - 1)) if layer else None
-        inputs = [c.path('in', L)] + ([db] if db and c.fs.exists(db) else [])
+        db = c.path(layout.CRAWLDB, layer_name(layer - 1)) if layer else None
+        inputs = [c.path(layout.IN, L)] + ([db] if db and c.fs.exists(db) else [])
         # Earlier layers' robots.txt answers (reused while politeness.robots_cache_hours
         # allows) and pace records (always).
         inputs += self.robots_read(layer)
         inline = self.fetch_inline(urls_in, hosts_in, L, inputs)
         bins = 1 if inline else self.lists(urls_in, hosts_in)
-        if bins > 1 and self.plan_needed(hosts_in, c.path('plan', L)):
+        if bins > 1 and self.plan_needed(hosts_in, c.path(layout.PLAN, L)):
             self.plan(steps, L, args + ['--bins', str(bins)], bins)
-        c.fs.rm(c.path('plan_sums', L))
+        c.fs.rm(c.path(layout.PLAN_SUMS, L))
         fused = c.parser.fused(layer)
         fetched = c.parser.fetch_output(layer, fused)     # one look for doc/L (HDFS: a call)
         archive = self.warc_args('mrcrawl-L' + L) if c.warc_enabled else []
@@ -75,43 +76,43 @@ class CrawlerDriver:
             fetch_args = fetch_args + ['--max-depth', str(c.depth)]
         if c.warc_enabled:
             self.clear_warc_files(fetched, 'mrcrawl-L' + L)
-        meta = c.path('meta', L)
+        meta = c.path(layout.META, L)
         if fused and not c.fs.exists(fetched):
-            changes = c.path('changes', L)
+            changes = c.path(layout.CHANGES, L)
             for folder in (meta, changes):
                 c.fs.rm(folder)  # an interrupted run's files: the fetch writes them again
             fetch_args = fetch_args + c.task_path_args('--meta-dir', meta) + \
                 c.task_path_args('--changes-dir', changes)
         if not c.fs.exists(fetched):
-            c.fs.rm(c.path('robots', L))     # an interrupted run's files
-        fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path('robots', L))
+            c.fs.rm(c.path(layout.ROBOTS, L))     # an interrupted run's files
+        fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path(layout.ROBOTS, L))
         if self.conf['media']['store']:
-            fetch_args = fetch_args + c.task_path_args('--media-dir', c.path('media'))
+            fetch_args = fetch_args + c.task_path_args('--media-dir', c.path(layout.MEDIA))
         c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
                      args + fetch_args + (archive if fused else []), runner)
         if fused and c.fs.exists(meta) and not self.meta_whole(L):
             # Every fetch task committed its file: meta/L is whole.
             c.fs.write_text(c.fs.join(meta, '_SUCCESS'), '')
         if archive and not fused:
-            self.clear_warc_files(c.path('warc_index', L), 'mrcrawl-L' + L)
-            c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [fetched], c.path('warc_index', L),
-                         args + archive)
+            index = c.path(layout.WARC_INDEX, L)
+            self.clear_warc_files(index, 'mrcrawl-L' + L)
+            c.layer_step(steps, 'warc', 'warc-' + L, MRWarc, [fetched], index, args + archive)
 
     def robots_read(self, layer):
         """robots/ of the cycle's earlier layers (a new cycle starts without it:
         Crawl._new_cycle): the robots.txt answers they read and when they last asked
         each key, for this layer's fetch lists."""
         c = self.crawl
-        if not c.fs.exists(c.path('robots')):
+        if not c.fs.exists(c.path(layout.ROBOTS)):
             return []
-        return [c.path('robots', name) for name in sorted(c.fs.listdir(c.path('robots')))
+        return [c.path(layout.ROBOTS, name) for name in sorted(c.fs.listdir(c.path(layout.ROBOTS)))
                 if name.isdigit() and int(name) < layer]
 
     def meta_whole(self, L):
         """meta/L if the fetch of layer L wrote it whole (its _SUCCESS, written above once
         the fetch step succeeded), else None: the jobs that read only page metadata
         (optimize, merge, index) then read out/L."""
-        meta = self.crawl.path('meta', L)
+        meta = self.crawl.path(layout.META, L)
         return meta if self.crawl.fs.exists(self.crawl.fs.join(meta, '_SUCCESS')) else None
 
     def lists(self, urls, hosts):
@@ -178,7 +179,7 @@ class CrawlerDriver:
             return False
         return (limit > 0 and most > 0 and hosts is not None and 0 < urls <= limit
                 and hosts <= keyqueue.keys_in_flight(self.conf) and cpu_ok
-                and not c.fs.exists(c.path('plan', L))
+                and not c.fs.exists(c.path(layout.PLAN, L))
                 and c.input_bytes(inputs, most) <= most)
 
     def plan_needed(self, hosts, plan_dir):
@@ -204,37 +205,37 @@ class CrawlerDriver:
         c = self.crawl
         if not self.conf['fetch']['plan']:
             return []
-        if not c.fs.exists(c.path('in', L)):
-            c.fs.rm(c.path('plan_sums', L))     # an interrupted run's files
+        if not c.fs.exists(c.path(layout.IN, L)):
+            c.fs.rm(c.path(layout.PLAN_SUMS, L))     # an interrupted run's files
             self.summed.add(L)
-        return c.task_path_args('--plan-dir', c.path('plan_sums', L))
+        return c.task_path_args('--plan-dir', c.path(layout.PLAN_SUMS, L))
 
     def plan(self, steps, L, args, bins):
         """plan/L, placed in the driver from plan_sums/L when this run's generate wrote
         in/L with them (every task commits its file before the job succeeds); else (the
         seeds' layer, a resumed run, whose settings may differ) made by MRPlanFetch."""
         c = self.crawl
-        final, sums = c.path('plan', L), c.path('plan_sums', L)
+        final, sums = c.path(layout.PLAN, L), c.path(layout.PLAN_SUMS, L)
         if c.fs.exists(final) or L not in self.summed or not c.fs.exists(sums):
-            c.layer_step(steps, 'plan', 'plan-' + L, MRPlanFetch, [c.path('in', L)], final,
+            c.layer_step(steps, 'plan', 'plan-' + L, MRPlanFetch, [c.path(layout.IN, L)], final,
                          args)
             return
         start = time.monotonic()
         recs, keys = plan.records([orjson.loads(line) for line in read_lines(c, sums)],
                                   self.conf, bins)
-        write_lines(c, c.path('tmp', 'plan'), [orjson.dumps(r) for r in recs])
+        write_lines(c, c.path(layout.PLAN_TMP), [orjson.dumps(r) for r in recs])
         steps['plan'] = step = {
             'counters': {C.PLAN: {C.PLAN_KEYS: keys, C.PLAN_KEYS_PLACED: len(recs)}},
             'seconds': round(time.monotonic() - start, 3), 'made_by': 'generate'}
         c.report.save_step('plan-' + L, step)          # before plan/ marks it done
-        c.fs.mkdirs(c.path('plan'))
-        c.fs.rename(c.path('tmp', 'plan'), final)
+        c.fs.mkdirs(c.path(layout.PLAN))
+        c.fs.rename(c.path(layout.PLAN_TMP), final)
         c.progress('  %-9s %6.1fs  (from generate\'s sums)' % ('plan', step['seconds']))
 
     def plan_args(self, L):
         """``--plan FILE`` for the fetch of layer L, if its plan placed any key."""
         c = self.crawl
-        part = c.fs.join(c.path('plan', L), 'part-00000')
+        part = c.fs.join(c.path(layout.PLAN, L), 'part-00000')
         return ['--plan', part] if c.fs.exists(part) else []
 
     # -- WARC -----------------------------------------------------------------------
@@ -244,7 +245,7 @@ class CrawlerDriver:
         absolute local path, or the hdfs:// URI and the WebHDFS address the tasks
         upload through) and their name prefix."""
         return ['--warc-prefix', prefix] + self.crawl.task_path_args(
-            '--warc-dir', self.crawl.path('warc'))
+            '--warc-dir', self.crawl.path(layout.WARC))
 
     def clear_warc_files(self, final, prefix):
         """Before a WARC step runs (again): remove the files an interrupted run of it left
@@ -253,7 +254,7 @@ class CrawlerDriver:
         c = self.crawl
         if c.fs.exists(final):
             return
-        c.fs.mkdirs(c.path('warc'))
-        for name in c.fs.listdir(c.path('warc')):
+        c.fs.mkdirs(c.path(layout.WARC))
+        for name in c.fs.listdir(c.path(layout.WARC)):
             if name.startswith((prefix + '-', '.tmp-' + prefix + '-')):
-                c.fs.rm(c.path('warc', name))
+                c.fs.rm(c.path(layout.WARC, name))

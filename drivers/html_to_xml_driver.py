@@ -15,6 +15,7 @@ reads merged/ again; the driver then records their counters as the xml step
 (:meth:`joined`) and installs the folder (:meth:`install`), and :meth:`xml` finds it
 made.
 """
+from drivers.folder import layout
 from jobs.html_to_xml import MRHtmlToXml
 from jobs.lib import counters as C
 
@@ -37,18 +38,18 @@ class HtmlToXmlDriver:
         """The join's documents (*side*; a folder no task wrote: empty) as xml/, unless an
         interrupted run installed them already."""
         c = self.crawl
-        if not c.fs.exists(c.path('xml')):
+        if not c.fs.exists(c.path(layout.XML)):
             c.fs.mkdirs(side)
-            c.fs.rename(side, c.path('xml'))
+            c.fs.rename(side, c.path(layout.XML))
 
     def xml(self):
         """merged/ -> xml/ by MRHtmlToXml, unless xml/ is there (the join wrote it)."""
         c = self.crawl
-        return c.run_step('xml', MRHtmlToXml, [c.path('merged')], c.path('xml'))
+        return c.run_step('xml', MRHtmlToXml, [c.path(layout.MERGED)], c.path(layout.XML))
 
     def delta(self, build, records):
         c = self.crawl
-        xml = c.fs.join(c.path('delta', build), 'xml')
+        xml = c.path(layout.delta_part(build, layout.DELTA_XML))
         step = c.run_step('delta-%s-xml' % build, MRHtmlToXml, [records], xml)
         c.progress('delta documents: %s' % xml)
         return step

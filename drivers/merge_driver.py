@@ -36,6 +36,7 @@ them behind brings them up to date.
 import json
 import logging
 
+from drivers.folder import layout
 from drivers.later import affected, affected_anchors, affected_current, affected_index
 from drivers.later.affected_index import build_index, index_inputs
 from drivers.runtime import beside
@@ -49,8 +50,8 @@ from jobs.merge_join import MRMergeJoin
 log = logging.getLogger('mrcrawl')
 
 #: Final outputs, rebuilt for the whole crawl after each cycle or reparse.
-FINAL_OUTPUTS = ('current', 'merge_map', 'merge_keys', 'anchors', 'merged', 'xml',
-                 'signatures', 'index', 'hosts')
+FINAL_OUTPUTS = (layout.CURRENT, layout.MERGE_MAP, layout.MERGE_KEYS, layout.ANCHORS,
+                 layout.MERGED, layout.XML, layout.SIGNATURES, layout.INDEX, layout.HOSTS)
 
 
 def merge_step(*steps):
@@ -77,12 +78,12 @@ class MergeDriver:
         each merged record is), base_pages, changes (delta documents since the base)}.
         {} before the first build."""
         c = self.crawl
-        path = c.path('outputs.json')
+        path = c.path(layout.OUTPUTS)
         return json.loads(c.fs.read_text(path)) if c.fs.exists(path) else {}
 
     def record_outputs(self, **fields):
         c = self.crawl
-        c.fs.write_text(c.path('outputs.json'), json.dumps(dict(self.outputs(), **fields),
+        c.fs.write_text(c.path(layout.OUTPUTS), json.dumps(dict(self.outputs(), **fields),
                                                             sort_keys=True))
 
     def built(self):
@@ -104,7 +105,8 @@ class MergeDriver:
         return bool(ratio > 0 and done.get('store') == 1 and 'reparse' not in build and
                     done.get('base_pages') is not None and
                     done.get('changes', 0) < ratio * max(1, done['base_pages']) and
-                    all(c.fs.exists(c.path(n)) for n in ('merged', 'xml', 'signatures')))
+                    all(c.fs.exists(c.path(n)) for n in (layout.MERGED, layout.XML,
+                                                          layout.SIGNATURES)))
 
     def start_build(self, build, layers):
         """Outputs of an earlier build are behind: signatures/ is kept as
@@ -135,20 +137,20 @@ class MergeDriver:
             affected_anchors.keep(c)
             affected_index.keep(c)
         if not self.previous():
-            for name in ('signatures', 'merged'):
+            for name in (layout.SIGNATURES, layout.MERGED):
                 if c.fs.exists(c.path(name)):
-                    c.fs.rename(c.path(name), c.path('prev_' + name))
+                    c.fs.rename(c.path(name), c.path(layout.old(name)))
                     break
         for name in FINAL_OUTPUTS:
-            if mode == 'full' or name not in ('merged', 'xml'):
+            if mode == 'full' or name not in (layout.MERGED, layout.XML):
                 c.fs.rm(c.path(name))
-        current_since = done.get('layers') if c.fs.exists(c.path('prev_current')) else None
+        current_since = done.get('layers') if c.fs.exists(c.path(layout.OLD_CURRENT)) else None
         if mode == 'delta':
             self.record_outputs(build=build, mode=mode, deltas=done.get('deltas', []) + [
                 build], since=done['layers'], layers=top, changes_before=done['changes'],
                 current_since=current_since)
         else:
-            c.fs.write_text(c.path('outputs.json'), json.dumps(
+            c.fs.write_text(c.path(layout.OUTPUTS), json.dumps(
                 {'build': build, 'mode': mode, 'base': build, 'deltas': [], 'layers': top,
                  'since': done.get('layers'), 'current_since': current_since}))
         return mode
@@ -159,10 +161,10 @@ class MergeDriver:
         reparse, whose page records are all new, nor when the last build recorded no
         top layer."""
         c = self.crawl
-        c.fs.rm(c.path('prev_current'))
+        c.fs.rm(c.path(layout.OLD_CURRENT))
         if 'reparse' not in build and done.get('layers') is not None and \
-                c.fs.exists(c.path('current')):
-            c.fs.rename(c.path('current'), c.path('prev_current'))
+                c.fs.exists(c.path(layout.CURRENT)):
+            c.fs.rename(c.path(layout.CURRENT), c.path(layout.OLD_CURRENT))
 
     def merge(self, cycle, build, draw=None):
         """out/* -> merged/ (and index/, hosts/) for *build*: (the report's merge step,
@@ -173,9 +175,9 @@ class MergeDriver:
         in the driver's process (:meth:`index_beside`). A delta build joins only the
         layers new since the last build (:meth:`merge_delta`)."""
         c = self.crawl
-        layers = sorted(name for name in c.fs.listdir(c.path('out')) if name.isdigit())
+        layers = sorted(name for name in c.fs.listdir(c.path(layout.PAGES)) if name.isdigit())
         mode = self.start_build(build, layers)
-        sources = [c.path('out', name) for name in layers]
+        sources = [c.path(layout.PAGES, name) for name in layers]
         c.progress('merge: %d layer(s)' % len(sources))
         group, summaries = self.merge_group(cycle, self.meta_sources(layers), sources,
                                             mode == 'full')
@@ -187,8 +189,8 @@ class MergeDriver:
             group = merge_step(group, self.anchors(summaries))
             if mode == 'delta':
                 since = self.outputs()['since']
-                join = self.merge_delta([c.path('out', n) for n in layers if int(n) > since],
-                                        sources, group, build)
+                new = [c.path(layout.PAGES, n) for n in layers if int(n) > since]
+                join = self.merge_delta(new, sources, group, build)
             else:
                 join = self.merge_join(sources, group, build)
         except BaseException:
@@ -214,7 +216,7 @@ class MergeDriver:
         driver's process (inline, on the local runner): then the join and it each have a
         core. A job of the local runner's own tasks, or one on Hadoop, keeps its turn."""
         c = self.crawl
-        return c.runner in ('local', 'inline') and not c.fs.exists(c.path('index')) and \
+        return c.runner in ('local', 'inline') and not c.fs.exists(c.path(layout.INDEX)) and \
             c.runner_for(MRIndexRows, index_inputs(c, summaries)) == 'inline'
 
     def meta_sources(self, layers):
@@ -235,10 +237,10 @@ class MergeDriver:
         c = self.crawl
         if cycle == 1:
             return inputs
-        prev, done = c.path('prev_current'), self.outputs()
+        prev, done = c.path(layout.OLD_CURRENT), self.outputs()
         since, last = done.get('current_since'), done.get('since')
         if again:
-            c.fs.rm(c.path('current'))
+            c.fs.rm(c.path(layout.CURRENT))
             c.fs.rm(prev)
             c.fs.rm(affected_index.rows_side(c))
         elif since is not None and c.fs.exists(prev):
@@ -254,7 +256,7 @@ class MergeDriver:
             c.progress('current: %d of %d URL(s) have a fetch newer than the last build' % (
                 n.get(C.CURRENT_NEW, 0), n.get(C.CURRENT_PAGES, 0)))
         c.fs.rm(prev)
-        return [c.path('current')]
+        return [c.path(layout.CURRENT)]
 
     def merge_group(self, cycle, metas, sources, full=True):
         """MRMerge: the pages' summaries -> merge_map/: (its step dict, the summaries it
@@ -265,9 +267,10 @@ class MergeDriver:
         shuffles whole pages."""
         c = self.crawl
         summaries = self.summaries(cycle, metas or sources)
-        if full and c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
+        if full and c.fs.exists(c.path(layout.MERGED)) and \
+                not c.fs.exists(c.path(layout.MERGE_MAP)):
             return c.report.load_step('merge'), summaries   # merged/ by a one-job merge
-        if not c.fs.exists(c.path('merge_map')) and affected.ready(c):
+        if not c.fs.exists(c.path(layout.MERGE_MAP)) and affected.ready(c):
             step = affected.merge(c)
             if step:
                 return step, summaries
@@ -276,8 +279,8 @@ class MergeDriver:
         if stale and metas:
             c.progress('merge: %d page(s) need their text hashed again: merging from out/'
                        % stale)
-            c.fs.rm(c.path('merge_map'))
-            c.fs.rm(c.path('merge_keys'))
+            c.fs.rm(c.path(layout.MERGE_MAP))
+            c.fs.rm(c.path(layout.MERGE_KEYS))
             summaries = self.summaries(cycle, sources, again=True)
             step = self.merge_all(summaries)
         return step, summaries
@@ -286,9 +289,9 @@ class MergeDriver:
         """MRMerge over every page: merge_map/, and merge_keys/ for a later build's
         affected merge (drivers/later/affected.py)."""
         c = self.crawl
-        if not c.fs.exists(c.path('merge_map')):
+        if not c.fs.exists(c.path(layout.MERGE_MAP)):
             c.fs.rm(affected.keys_side(c))
-        step = c.run_step('merge', MRMerge, summaries, c.path('merge_map'),
+        step = c.run_step('merge', MRMerge, summaries, c.path(layout.MERGE_MAP),
                           c.task_path_args('--keys-dir', affected.keys_side(c)))
         affected.commit_full(c, step)
         return step
@@ -297,22 +300,22 @@ class MergeDriver:
         """MRAnchors: the pages' links (*summaries*, what MRMerge read) + merge_map/ ->
         anchors/, each group's in-link anchors under its leader: its step dict."""
         c = self.crawl
-        if c.fs.exists(c.path('merged')) and not c.fs.exists(c.path('merge_map')):
+        if c.fs.exists(c.path(layout.MERGED)) and not c.fs.exists(c.path(layout.MERGE_MAP)):
             return {'counters': {}, 'seconds': 0.0}     # merged/ by a one-job merge
-        if not c.fs.exists(c.path('anchors')) and affected_anchors.ready(c):
+        if not c.fs.exists(c.path(layout.ANCHORS)) and affected_anchors.ready(c):
             step = affected_anchors.anchors(c, summaries)
             if step:
                 return step
         affected_anchors.done(c)
-        step = c.run_step('anchors', MRAnchors, list(summaries) + [c.path('merge_map')],
-                          c.path('anchors'))
+        step = c.run_step('anchors', MRAnchors, list(summaries) + [c.path(layout.MERGE_MAP)],
+                          c.path(layout.ANCHORS))
         affected_anchors.commit_full(c)
         return step
 
     def previous(self):
         """The previous build's signatures/ (else its merged/, from an earlier version)
         while its delta is not written: prev_signatures/ or prev_merged/, else None."""
-        for name in ('prev_signatures', 'prev_merged'):
+        for name in (layout.OLD_SIGNATURES, layout.OLD_MERGED):
             if self.crawl.fs.exists(self.crawl.path(name)):
                 return self.crawl.path(name)
         return None
@@ -327,13 +330,14 @@ class MergeDriver:
         merged/ last, once the join has succeeded (tmp/joined, its empty output, says
         so to a resumed run)."""
         c = self.crawl
-        if c.fs.exists(c.path('merged')):       # joined and moved in an earlier run
+        if c.fs.exists(c.path(layout.MERGED)):       # joined and moved in an earlier run
             return merge_step(group, c.report.load_step('mergejoin'))
-        args, inputs = ['--build', build, '--store-name', 'merged', '--pages-name',
-                        'store/' + build], [c.path('merge_map'), c.path('anchors')] + sources
+        args = ['--build', build, '--store-name', layout.MERGED, '--pages-name',
+                layout.store(build)]
+        inputs = [c.path(layout.MERGE_MAP), c.path(layout.ANCHORS)] + sources
         sides = self.sides('merged', 'xml', 'signatures', 'delta', 'pages')
         previous = self.previous()
-        delta = c.path('delta', build)
+        delta = c.path(layout.DELTA, build)
         with_delta = bool(previous and not c.fs.exists(delta))
         for name, option in (('merged', '--merged-dir'), ('signatures', '--signature-dir'),
                              ('pages', '--pages-dir')):
@@ -343,7 +347,7 @@ class MergeDriver:
             args += c.task_path_args('--delta-dir', sides['delta'])
             inputs.append(previous)
         fresh, join = self.run_join(inputs, args, sides)
-        moves = [('pages', c.path('store', build)), ('signatures', c.path('signatures'))]
+        moves = [('pages', c.path(layout.store(build))), ('signatures', c.path(layout.SIGNATURES))]
         if with_delta:
             moves.append(('delta', delta))
         if fresh:
@@ -357,10 +361,10 @@ class MergeDriver:
                 self.delta_progress(changes)
         self.move_sides(sides, moves)
         c.html_to_xml.install(sides['xml'])
-        self.move_sides(sides, [('merged', c.path('merged'))])     # last: the join is done
-        for name in c.fs.listdir(c.path('store')):
+        self.move_sides(sides, [('merged', c.path(layout.MERGED))])     # last: the join is done
+        for name in c.fs.listdir(c.path(layout.STORE)):
             if name != build:       # no signature names an earlier build's store now
-                c.fs.rm(c.path('store', name))
+                c.fs.rm(c.path(layout.STORE, name))
         if fresh:
             self.record_outputs(store=1, base_pages=join['counters'].get(
                 C.MERGE_JOIN, {}).get(C.JOIN_MERGED, 0), changes=0)
@@ -375,29 +379,30 @@ class MergeDriver:
         its signature says its merged record is. If a page now leads from a fetch of
         which no merged record is stored, the build is made in full instead."""
         c = self.crawl
-        delta = c.path('delta', build)
-        if c.fs.exists(delta) and c.fs.exists(c.path('signatures')):
+        delta = c.path(layout.DELTA, build)
+        if c.fs.exists(delta) and c.fs.exists(c.path(layout.SIGNATURES)):
             return merge_step(group, c.report.load_step('mergejoin'))
         sides = self.sides('signatures', 'delta', 'pages')
         args = ['--build', build, '--incremental', '--store-name',
-                'delta/%s/records' % build, '--pages-name', 'store/' + build] + \
+                layout.delta_part(build, layout.DELTA_RECORDS), '--pages-name',
+                layout.store(build)] + \
             c.task_path_args('--crawl-root', c.out) + \
             c.task_path_args('--delta-dir', sides['delta']) + \
             c.task_path_args('--signature-dir', sides['signatures']) + \
             c.task_path_args('--pages-dir', sides['pages'])
         previous = self.previous()
         # Only the URLs the change affects, when the anchors followed it too.
-        only = previous.endswith('prev_signatures') and \
+        only = previous.endswith(layout.OLD_SIGNATURES) and \
             c.fs.exists(affected_anchors.join_only(c)) and affected_anchors.join_only(c)
-        fresh, join = self.run_join([c.path('merge_map'), c.path('anchors'), previous] +
+        fresh, join = self.run_join([c.path(layout.MERGE_MAP), c.path(layout.ANCHORS), previous] +
                                     new_sources, args + (['--only', only] if only else []),
                                     sides)
         missing = join['counters'].get(C.MERGE_JOIN, {}).get(C.JOIN_NOT_STORED, 0)
         if missing:
             c.progress('merge: %d page(s) lead with a fetch whose merged record is not '
                        'stored: building the outputs in full' % missing)
-            c.fs.rm(c.path('tmp', 'joined'))
-            for name in ('merged', 'xml'):
+            c.fs.rm(c.path(layout.JOINED))
+            for name in (layout.MERGED, layout.XML):
                 c.fs.rm(c.path(name))
             done = self.outputs()
             self.record_outputs(mode='full', base=build, deltas=[], layers=done['layers'])
@@ -411,8 +416,8 @@ class MergeDriver:
             c.report.save_step('mergejoin', join)
             c.report.save_step('delta-' + build, changes)
             self.delta_progress(changes)
-        self.move_sides(sides, [('pages', c.path('store', build)),
-                                ('signatures', c.path('signatures')), ('delta', delta)])
+        self.move_sides(sides, [('pages', c.path(layout.store(build))),
+                                ('signatures', c.path(layout.SIGNATURES)), ('delta', delta)])
         n = c.report.load_step('delta-' + build)['counters'].get(C.DELTA, {})
         self.record_outputs(changes=self.outputs()['changes_before'] + sum(
             n.get(k, 0) for k in (C.DELTA_ADDED, C.DELTA_CHANGED, C.DELTA_DELETED)))
@@ -422,8 +427,8 @@ class MergeDriver:
         """The join's side folders (OUT/tmp/NAME_side), cleared unless the join that
         writes them is done (tmp/joined): a failed join's files go."""
         c = self.crawl
-        sides = {name: c.path('tmp', name + '_side') for name in names}
-        if not c.fs.exists(c.path('tmp', 'joined')):
+        sides = {name: c.path(layout.side(name)) for name in names}
+        if not c.fs.exists(c.path(layout.JOINED)):
             for side in sides.values():
                 c.fs.rm(side)
         return sides
@@ -432,7 +437,7 @@ class MergeDriver:
         """MRMergeJoin, whose output (tmp/joined) is empty: it writes side files. (Run
         now, not in an earlier run; its step dict.)"""
         c = self.crawl
-        joined = c.path('tmp', 'joined')
+        joined = c.path(layout.JOINED)
         fresh = not c.fs.exists(joined)
         return fresh, c.run_step('mergejoin', MRMergeJoin, inputs, joined, args)
 
@@ -446,7 +451,7 @@ class MergeDriver:
             side = sides[name]
             c.fs.mkdirs(side)
             if name == 'delta':
-                for sub in ('records', 'xml'):
+                for sub in (layout.DELTA_RECORDS, layout.DELTA_XML):
                     c.fs.mkdirs(c.fs.join(side, sub))
             c.fs.mkdirs(final.rsplit('/', 1)[0])
             c.fs.rename(side, final)
@@ -457,10 +462,10 @@ class MergeDriver:
         earlier run): the records' folder, else None."""
         c = self.crawl
         previous = self.previous()
-        if not previous or c.fs.exists(c.fs.join(c.path('delta', build), 'xml')):
+        if not previous or c.fs.exists(c.path(layout.delta_part(build, layout.DELTA_XML))):
             return None
-        records = c.fs.join(c.path('delta', build), 'records')
-        step = c.run_step('delta-' + build, MRDelta, [previous, c.path('merged')] + sources,
+        records = c.path(layout.delta_part(build, layout.DELTA_RECORDS))
+        step = c.run_step('delta-' + build, MRDelta, [previous, c.path(layout.MERGED)] + sources,
                           records, ['--build', build])
         self.delta_progress(step)
         return records
@@ -472,7 +477,7 @@ class MergeDriver:
 
     def delta_done(self):
         """The delta's documents are written: the previous build goes."""
-        for name in ('prev_signatures', 'prev_merged'):
+        for name in (layout.OLD_SIGNATURES, layout.OLD_MERGED):
             self.crawl.fs.rm(self.crawl.path(name))
 
     def unchanged(self, cycle):
@@ -481,12 +486,12 @@ class MergeDriver:
         c = self.crawl
         n = cycle['cycle']
         c.progress('cycle %d: nothing new or due; outputs unchanged' % n)
-        c.fs.mkdirs(c.fs.join(c.path('delta', '%03d' % n), 'xml'))
+        c.fs.mkdirs(c.path(layout.DELTA, '%03d' % n, layout.DELTA_XML))
         done = self.outputs()
         if done.get('mode') == 'delta' or 'deltas' in done:
             self.record_outputs(build='%03d' % n, deltas=done['deltas'] + ['%03d' % n])
         else:
-            c.fs.write_text(c.path('outputs.json'), json.dumps({'build': '%03d' % n}))
+            c.fs.write_text(c.path(layout.OUTPUTS), json.dumps({'build': '%03d' % n}))
         return {'merge': merge_step(*(c.report.load_step(name) for name in
                                       ('merge', 'anchors', 'mergejoin'))),
                 'xml': c.report.load_step('xml'), 'index': c.report.load_step('index')}

@@ -17,6 +17,7 @@ OUT/seeds/injected.json). Only the two newest crawl database versions are kept.
 import hashlib
 import json
 
+from drivers.folder import layout
 from drivers.folder.cycles import layer_name
 from drivers.runtime.part_files import read_lines, write_lines
 from jobs.generate import MRGenerate
@@ -42,19 +43,19 @@ class OptimizerDriver:
         names leaves the mapper as read, unshuffled, as the reducer would write it. So
         the update of a layer of 199 pages does not sort a database of 90,000 URLs."""
         c, L = self.crawl, layer_name(layer)
-        db_in = [c.path('crawldb', layer_name(layer - 1))] if layer else []
-        meta, final = c.crawler.meta_whole(L), c.path('crawldb', L)
+        db_in = [c.path(layout.CRAWLDB, layer_name(layer - 1))] if layer else []
+        meta, final = c.crawler.meta_whole(L), c.path(layout.CRAWLDB, L)
         args, passed, pages = ['--layer', str(layer), '--max-depth', str(c.depth)], None, \
-            c.path('tmp', 'layer_pages')
+            c.path(layout.LAYER_PAGES)
         most = c.conf['runner']['task_keys_max_bytes']
         ran = not c.fs.exists(final)
         if db_in and meta and most > 0 and ran and c.fs.size(meta) <= most:
             write_lines(c, pages, read_lines(c, meta))
-            passed = c.path('tmp', 'optimize_pass')
+            passed = c.path(layout.OPTIMIZE_PASS)
             args += ['--layer-pages', c.fs.join(pages, 'part-00000')] + \
                 c.task_path_args('--pass-dir', passed)
         step = c.layer_step(steps, 'optimize', 'optimize-' + L, MROptimize,
-                            db_in + [meta or c.path('out', L)], final, args, passed=passed)
+                            db_in + [meta or c.path(layout.PAGES, L)], final, args, passed=passed)
         if passed:
             c.fs.rm(pages)
         if ran:      # its unfetched_within_depth_total is exact at this depth (generate)
@@ -68,31 +69,31 @@ class OptimizerDriver:
         nxt = layer_name(layer + 1)
         opt = steps['optimize']['counters'].get(C.OPTIMIZE, {})
         if steps['optimize'].get('max_depth') == c.depth and C.DB_RECORDS in opt and \
-                not opt.get(C.UNFETCHED_WITHIN_DEPTH) and not c.fs.exists(c.path('in', nxt)):
+                not opt.get(C.UNFETCHED_WITHIN_DEPTH) and not c.fs.exists(c.path(layout.IN, nxt)):
             # crawldb/L holds no URL it could select: an empty layer, without a job
             # (its step saved first, as run_step does: in/ marks it done).
             steps['generate'] = step = {'counters': {C.GENERATE: {}}, 'seconds': 0.0,
                                         'made_by': 'optimize'}
             c.report.save_step('generate-' + nxt, step)
-            c.fs.mkdirs(c.path('in', nxt))
+            c.fs.mkdirs(c.path(layout.IN, nxt))
             c.progress('  %-9s   none  (no unfetched URL within depth %d)' % (
                 'generate', c.depth))
             return
-        gen_in = [c.path('crawldb', L)]
+        gen_in = [c.path(layout.CRAWLDB, L)]
         if self.conf['generate']['strategy'] == 'pagerank' and not resources_only:
             # Partial PageRank of the graph so far, every pagerank_every layers;
             # generate reads the newest one, made now if that layer made none (its
             # generate skipped, or its cycle ended there).
             base = layer - layer % self.conf['generate']['pagerank_every']
-            if base == layer or not c.fs.exists(c.path('pagerank', layer_name(base))):
+            if base == layer or not c.fs.exists(c.path(layout.PAGERANK, layer_name(base))):
                 base = layer
-                outs = [c.path('out', layer_name(n)) for n in range(layer + 1)]
+                outs = [c.path(layout.PAGES, layer_name(n)) for n in range(layer + 1)]
                 c.layer_step(steps, 'pagerank', 'pagerank-' + L, MRPageRank,
-                             [c.path('crawldb', L)] + outs, c.path('pagerank', L),
+                             [c.path(layout.CRAWLDB, L)] + outs, c.path(layout.PAGERANK, L),
                              ['--layer', str(layer)])
-            gen_in.append(c.path('pagerank', layer_name(base)))
+            gen_in.append(c.path(layout.PAGERANK, layer_name(base)))
         c.layer_step(steps, 'generate', 'generate-' + nxt, MRGenerate, gen_in,
-                     c.path('in', nxt), ['--max-depth', str(c.depth), '--layer',
+                     c.path(layout.IN, nxt), ['--max-depth', str(c.depth), '--layer',
                                          str(layer + 1), '--now', now_iso()]
                      + (['--resources-only'] if resources_only else [])
                      + c.crawler.plan_sums_args(nxt))
@@ -102,12 +103,12 @@ class OptimizerDriver:
         unfetched within the depth, due again at the cycle's time, new seeds)."""
         c = self.crawl
         first = cycle['first_layer']
-        inputs = [c.path('crawldb', layer_name(first - 1))]
+        inputs = [c.path(layout.CRAWLDB, layer_name(first - 1))]
         args = ['--recrawl-at', cycle['at'], '--max-depth', str(c.depth),
                 '--layer', str(first)]
         text = None
         if seeds_path or c.site_entries():      # new seeds and sites' entry URLs
-            seeds_dir = c.path('seeds', '%03d' % cycle['cycle'])
+            seeds_dir = c.path(layout.SEEDS, '%03d' % cycle['cycle'])
             if c.fs.exists(seeds_dir):          # a resumed cycle: its seeds' join input
                 text = c.fs.read_text(c.fs.join(seeds_dir, 'part-00000'))
             else:
@@ -117,17 +118,17 @@ class OptimizerDriver:
                                'database: not joined with it again')
                     text = None
                 else:
-                    tmp = c.path('tmp', 'seeds')
+                    tmp = c.path(layout.SEEDS_TMP)
                     c.fs.rm(tmp)
                     c.fs.mkdirs(tmp)
                     c.fs.write_text(c.fs.join(tmp, 'part-00000'), text)
-                    c.fs.mkdirs(c.path('seeds'))
+                    c.fs.mkdirs(c.path(layout.SEEDS))
                     c.fs.rename(tmp, seeds_dir)
             if text is not None:
                 inputs.append(seeds_dir)
                 args.append('--inject')
         step = c.run_step('generate-%s' % layer_name(first), MRGenerate, inputs,
-                          c.path('in', layer_name(first)),
+                          c.path(layout.IN, layer_name(first)),
                           args + c.crawler.plan_sums_args(layer_name(first)))
         if text is not None:
             self.seeds_injected(text)
@@ -149,7 +150,7 @@ class OptimizerDriver:
         is in the crawl database (a URL that entered a layer comes out of it with a
         status), so the join would only count them known: a crawl rerun on a schedule
         with its seeds file skips that pass over the whole database."""
-        path = self.crawl.path('seeds', 'injected.json')
+        path = self.crawl.path(layout.SEEDS, layout.INJECTED)
         fs = self.crawl.fs
         return json.loads(fs.read_text(path))['sha256'] if fs.exists(path) else []
 
@@ -157,8 +158,8 @@ class OptimizerDriver:
         """Record that seeds of this text are in the crawl database."""
         done, digest = self.injected(), self.digest(text)
         if digest not in done:
-            self.crawl.fs.mkdirs(self.crawl.path('seeds'))
-            self.crawl.fs.write_text(self.crawl.path('seeds', 'injected.json'),
+            self.crawl.fs.mkdirs(self.crawl.path(layout.SEEDS))
+            self.crawl.fs.write_text(self.crawl.path(layout.SEEDS, layout.INJECTED),
                                      json.dumps({'sha256': done + [digest]}))
 
     @staticmethod
@@ -170,6 +171,6 @@ class OptimizerDriver:
     def prune(self, layer):
         """Keep the two newest crawl database versions (the newest and its backup)."""
         c = self.crawl
-        for name in c.fs.listdir(c.path('crawldb')):
+        for name in c.fs.listdir(c.path(layout.CRAWLDB)):
             if name.isdigit() and int(name) < layer - 1:
-                c.fs.rm(c.path('crawldb', name))
+                c.fs.rm(c.path(layout.CRAWLDB, name))

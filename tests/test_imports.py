@@ -5,6 +5,7 @@ The rooms, bottom to top (docs/data-flow.md, "Where the code lives"):
 
     jobs.lib          pure helpers the tasks import
     jobs              one MRJob per file; nothing outside jobs/ (the nodes get jobs/ alone)
+    drivers.folder.layout  every name under a crawl folder, and nothing else
     drivers.fixtures  websites on loopback for the tests and the demo
     drivers.runtime   where and how a job runs: runners, Hadoop, file systems, steps
     drivers.folder    the crawl folder: its settings and cycles
@@ -25,8 +26,10 @@ from tests.helpers import ROOT
 
 pytestmark = pytest.mark.unit
 
-ROOMS = ['jobs.lib', 'jobs', 'drivers.fixtures', 'drivers.runtime', 'drivers.folder',
-         'drivers.later', 'drivers.reports', 'drivers', 'drivers.cli']
+#: drivers/folder/layout.py, the names under a crawl folder, imports nothing and is a
+#: room of its own below the others: each room of drivers/ joins its names to OUT.
+ROOMS = ['jobs.lib', 'jobs', 'drivers.folder.layout', 'drivers.fixtures', 'drivers.runtime',
+         'drivers.folder', 'drivers.later', 'drivers.reports', 'drivers', 'drivers.cli']
 
 
 def modules():

@@ -8,6 +8,7 @@ given URLs it did not find (as given); its exit status is 1 only when it found n
 """
 import json
 
+from drivers.folder import layout
 from drivers.runtime import fs as fslib, hadoop
 from drivers.runtime.launch import make_runner
 from jobs.dbget import MRDbGet
@@ -18,16 +19,16 @@ from jobs.lib import counters as C, urls
 def newest_crawldb(out):
     """The newest crawl database: crawldb/<last layer>."""
     fs = fslib.for_path(out)
-    versions = [n for n in fs.listdir(fs.join(out, 'crawldb')) if n.isdigit()]
+    versions = [n for n in fs.listdir(fs.join(out, layout.CRAWLDB)) if n.isdigit()]
     if not versions:
         raise FileNotFoundError('no crawl database in %s/crawldb' % out)
-    return fs.join(out, 'crawldb', max(versions))
+    return fs.join(out, layout.CRAWLDB, max(versions))
 
 
 def _run(job_cls, args, runner, out):
     if runner == 'hadoop':
         fs = fslib.for_path(out)
-        args = hadoop.runner_args(json.loads(fs.read_text(fs.join(out, 'conf.json')))) + args
+        args = hadoop.runner_args(json.loads(fs.read_text(fs.join(out, layout.SETTINGS)))) + args
     job = job_cls(['-r', runner] + args)
     with make_runner(job) as r:
         r.run()

@@ -30,6 +30,7 @@ import shutil
 import sys
 import tempfile
 
+from drivers.folder import layout
 from drivers.runtime import interrupts
 from jobs.lib import config
 
@@ -243,14 +244,13 @@ def run_reparse(args):
 
 
 #: The file that marks a folder as a demo crawl, which the next demo may replace.
-DEMO_MARKER = '.mrcrawl-demo'
 
 
 def run_demo(args):
     # lazy: the crawler is imported by the commands that run it (docstring)
     from drivers.fixtures.site import FixtureSite
     from drivers.folder import settings
-    marker = os.path.join(args.out, DEMO_MARKER)
+    marker = os.path.join(args.out, layout.DEMO_MARKER)
     if os.path.isdir(args.out) and os.listdir(args.out):
         if not os.path.exists(marker):
             print('mrcrawl: %s exists and is not a demo crawl: nothing was deleted; name '

@@ -16,6 +16,7 @@ import json
 import os
 import socket
 
+from drivers.folder import layout
 from jobs.lib.records import now_iso
 
 #: Layout version of the cycle files. A folder written by a newer, incompatible layout
@@ -37,12 +38,12 @@ class Cycles:
         self.out = out
 
     def _path(self, *parts):
-        return self.fs.join(self.out, 'cycles', *parts)
+        return self.fs.join(self.out, layout.CYCLES, *parts)
 
     def all(self):
         """Every cycle record, oldest first. A folder crawled before cycles existed
         (in/000 and no cycles/) is its first cycle, finished if its xml/ is there."""
-        if self.fs.exists(self.fs.join(self.out, 'recrawl')):
+        if self.fs.exists(self.fs.join(self.out, layout.OLD_RECRAWL)):
             raise FolderError(
                 '%s holds re-crawl rounds (recrawl/) of an older mrcrawl, whose crawl '
                 'database this one does not read: crawl into a new folder' % self.out)
@@ -52,10 +53,10 @@ class Cycles:
             if c.get('format', 1) > FORMAT:
                 raise FolderError('%s was written by a newer mrcrawl (cycle format %s, this '
                                  'one reads %d)' % (self.out, c['format'], FORMAT))
-        if not cycles and self.fs.exists(self.fs.join(self.out, 'in', '000')):
+        if not cycles and self.fs.exists(self.fs.join(self.out, layout.IN, '000')):
             old = {'cycle': 1, 'first_layer': 0, 'depth': None, 'at': None, 'seeds': None,
                    'layers': [], 'format': FORMAT,
-                   'finished': self.fs.exists(self.fs.join(self.out, 'xml'))}
+                   'finished': self.fs.exists(self.fs.join(self.out, layout.XML))}
             self.save(old)
             cycles = [old]
         return cycles
@@ -93,7 +94,8 @@ class Cycles:
 
     def _next_layer(self):
         """After a folder crawled before cycles existed: one past its last out/."""
-        done = [int(n) for n in self.fs.listdir(self.fs.join(self.out, 'out')) if n.isdigit()]
+        done = [int(n) for n in self.fs.listdir(self.fs.join(self.out, layout.PAGES))
+                if n.isdigit()]
         return max(done) + 1 if done else 0
 
     # -- the lock -------------------------------------------------------------------
@@ -101,7 +103,7 @@ class Cycles:
     def lock(self):
         """Take OUT/lock.json; refuse while another live run holds it. A lock whose
         process is gone (a killed run on this host) is taken over."""
-        path = self.fs.join(self.out, 'lock.json')
+        path = self.fs.join(self.out, layout.LOCK)
         me = {'host': socket.gethostname(), 'pid': os.getpid(), 'started': now_iso()}
         if self.fs.exists(path):
             try:
@@ -123,7 +125,7 @@ class Cycles:
         return stale
 
     def unlock(self):
-        self.fs.rm(self.fs.join(self.out, 'lock.json'))
+        self.fs.rm(self.fs.join(self.out, layout.LOCK))
 
 
 def layer_name(n):

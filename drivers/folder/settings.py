@@ -26,19 +26,13 @@ user's.
 import json
 from typing import NamedTuple
 
+from drivers.folder import layout
 from drivers.runtime import fs as fslib
 from jobs.lib import config, sites as sitelib
 
 #: Settings that a run's command sets for that run only: the next cycle starts from the
 #: default again (conf/defaults.toml says so beside each).
 PER_RUN = ('recrawl.prune',)
-#: The file that marks a folder as a crawl folder.
-MARKER = '.mrcrawl'
-#: The resolved settings of the folder's last run.
-SAVED = 'conf.json'
-#: Files a user or another run may put into a new crawl folder before its first run:
-#: the STOP file (drivers/crawl.py) and a run's lock (drivers/folder/cycles.py).
-CONTROL_FILES = frozenset(('STOP', 'lock.json'))
 
 
 class FolderRefused(Exception):
@@ -63,26 +57,45 @@ class Change(NamedTuple):
 
 def is_crawl(fs, out):
     """Is *out* a crawl folder (made by mrcrawl)?"""
-    if fs.exists(fs.join(out, MARKER)):
+    if fs.exists(fs.join(out, layout.MARKER)):
         return True
-    return fs.exists(fs.join(out, SAVED)) and any(
-        fs.exists(fs.join(out, name)) for name in ('cycles', 'in'))
+    return fs.exists(fs.join(out, layout.SETTINGS)) and any(
+        fs.exists(fs.join(out, name)) for name in (layout.CYCLES, layout.IN))
+
+
+def layout_of(fs, out):
+    """The layout version crawl folder *out* records in its marker (1 without one)."""
+    path = fs.join(out, layout.MARKER)
+    text = fs.read_text(path) if fs.exists(path) else ''
+    for line in text.splitlines():
+        word, _, number = line.partition(' ')
+        if word == 'layout' and number.strip().isdigit():
+            return int(number)
+    return 1
 
 
 def check_folder(out, existing=False):
-    """Refuse *out* unless it is a crawl folder, missing or empty (*existing*: unless it
-    is a crawl folder). Writes nothing."""
+    """Refuse *out* unless it is a crawl folder of this layout, missing or empty
+    (*existing*: unless it is a crawl folder). Writes nothing."""
     fs = fslib.for_path(out)
     if is_crawl(fs, out):
+        version = layout_of(fs, out)
+        if version != layout.VERSION:
+            raise FolderRefused(
+                '%s is a crawl folder of layout %d, written by %s mrcrawl; this one reads '
+                'layout %d only: nothing was read or written; crawl into a new folder'
+                % (out, version, 'a newer' if version > layout.VERSION else 'an older',
+                   layout.VERSION))
         return
     if existing:
         raise FolderRefused('%s is not a crawl folder (no %s): nothing was read or '
-                            'written; name the folder a crawl wrote with --out' % (out, MARKER))
+                            'written; name the folder a crawl wrote with --out'
+                            % (out, layout.MARKER))
     try:
         names = fs.listdir(out) if fs.exists(out) else []
     except OSError:
         names = []
-    names = [n for n in names if n not in CONTROL_FILES]
+    names = [n for n in names if n not in layout.CONTROL_FILES]
     if names:
         raise FolderRefused(
             '%s is not empty and is not a crawl folder (%s, ...): nothing was written; '
@@ -91,15 +104,16 @@ def check_folder(out, existing=False):
 
 def mark(fs, out):
     """Mark *out* as a crawl folder (once; the run's first write into it)."""
-    path = fs.join(out, MARKER)
+    path = fs.join(out, layout.MARKER)
     if not fs.exists(path):
-        fs.write_text(path, 'A crawl folder of mrcrawl: its runs write and delete here.\n')
+        fs.write_text(path, 'A crawl folder of mrcrawl: its runs write and delete here.\n'
+                            'layout %d\n' % layout.VERSION)
 
 
 def saved(out):
     """The settings of the crawl's last run (OUT/conf.json), or None for a new crawl."""
     fs = fslib.for_path(out)
-    path = fs.join(out, SAVED)
+    path = fs.join(out, layout.SETTINGS)
     if not (is_crawl(fs, out) and fs.exists(path)):
         return None
     try:

@@ -29,44 +29,45 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pajson
 
+from drivers.folder import layout
 from drivers.later import affected_anchors, affected_index
 from drivers.runtime.part_files import read_lines, side_args, write_lines
 from jobs.lib import affected as A, counters as C, merging as M, simhash
 from jobs.merge import MRMerge
 
-KEYS, META = 'merge_keys', '_meta.json'
+KEYS, META = layout.MERGE_KEYS, '_meta.json'
 
 ROW_SCHEMA = pa.schema([('url', pa.string()), ('keys', pa.list_(pa.string())),
                         ('simhash', pa.string())])     # and rec, read by orjson
 
 
 def keys_side(c):
-    return c.path('tmp', 'keys_side')
+    return c.path(layout.KEYS_SIDE)
 
 
 def changed_side(c):
-    return c.path('tmp', 'changed_side')
+    return c.path(layout.CHANGED_SIDE)
 
 
 def keep(c):
     """A later build starts: the last build's merge_map/ and merge_keys/ kept for the
     affected merge (both, or neither)."""
-    for name in ('merge_map', KEYS):
-        c.fs.rm(c.path('prev_' + name))
-    if c.fs.exists(c.path('merge_map')) and c.fs.exists(c.fs.join(c.path(KEYS), META)):
-        for name in ('merge_map', KEYS):
-            c.fs.rename(c.path(name), c.path('prev_' + name))
+    for name in (layout.MERGE_MAP, KEYS):
+        c.fs.rm(c.path(layout.old(name)))
+    if c.fs.exists(c.path(layout.MERGE_MAP)) and c.fs.exists(c.fs.join(c.path(KEYS), META)):
+        for name in (layout.MERGE_MAP, KEYS):
+            c.fs.rename(c.path(name), c.path(layout.old(name)))
 
 
 def ready(c):
     """Can this build merge its affected set only? (prev_* kept, MRCurrent's rows.)"""
-    return all(c.fs.exists(p) for p in (c.path('prev_merge_map'), c.path('prev_' + KEYS),
-                                        changed_side(c)))
+    return all(c.fs.exists(p) for p in (c.path(layout.OLD_MERGE_MAP),
+                                        c.path(layout.OLD_MERGE_KEYS), changed_side(c)))
 
 
 def changed_args(c):
     """MRCurrent's --changed-dir, when the last build's keys are kept."""
-    return side_args(c, c.path('prev_' + KEYS), '--changed-dir', changed_side(c))
+    return side_args(c, c.path(layout.OLD_MERGE_KEYS), '--changed-dir', changed_side(c))
 
 
 def meta(c, totals):
@@ -87,8 +88,8 @@ def commit_full(c, step):
 
 
 def done(c):
-    for name in ('merge_map', KEYS):
-        c.fs.rm(c.path('prev_' + name))
+    for name in (layout.MERGE_MAP, KEYS):
+        c.fs.rm(c.path(layout.old(name)))
     c.fs.rm(changed_side(c))
 
 
@@ -102,7 +103,7 @@ def merge(c):
         done(c)
         return None
     rows, affected_urls, old_recs, new_recs, totals = plan
-    into = c.path('tmp', 'affected_in')
+    into = c.path(layout.AFFECTED_IN)
     write_lines(c, c.fs.join(into, 'in'), [orjson.dumps(r) for r in new_recs])
     job = c.run_step('merge-affected', MRMerge, [c.fs.join(into, 'in')],
                      c.fs.join(into, 'map'))
@@ -117,7 +118,7 @@ def merge(c):
         counts[C.NEAR_DUPLICATES] += len(rec['near_duplicates'])
         counts[C.CANONICAL_DUPLICATES] += len(rec['canonical_duplicates'])
     folds = ([], [])              # (url, duplicates) of the groups dropped, and kept
-    for line in read_lines(c, c.path('prev_merge_map')):
+    for line in read_lines(c, c.path(layout.OLD_MERGE_MAP)):
         rec = orjson.loads(line)
         if rec['url'] in finals:
             folds[0].append((rec['url'], rec.get('duplicates') or ()))
@@ -135,10 +136,10 @@ def merge(c):
         count(rec)
     counts[C.EXACT_DUPLICATES] = totals[C.EXACT_DUPLICATES] - A.exact_duplicates(
         old_recs) + A.exact_duplicates(new_recs)
-    write_lines(c, c.path('tmp', KEYS), rows)
-    c.fs.write_text(c.fs.join(c.path('tmp', KEYS), META), meta(c, counts))
+    write_lines(c, c.path(layout.MERGE_KEYS_TMP), rows)
+    c.fs.write_text(c.fs.join(c.path(layout.MERGE_KEYS_TMP), META), meta(c, counts))
     c.fs.rm(c.path(KEYS))
-    c.fs.rename(c.path('tmp', KEYS), c.path(KEYS))
+    c.fs.rename(c.path(layout.MERGE_KEYS_TMP), c.path(KEYS))
     step = {'counters': {C.MERGE: dict(counts, **{C.MERGE_AFFECTED: len(affected_urls),
                                                   C.MERGE_AFFECTED_GROUPS: len(made)})},
             'seconds': round(time.monotonic() - start, 3), 'runner': job.get('runner')}
@@ -149,8 +150,8 @@ def merge(c):
     affected_index.write_folds(c, affected_urls, folds[0], [
         (r['url'], r.get('duplicates') or ()) for r in made_recs], folds[1])
     c.report.save_step('merge', step)
-    write_lines(c, c.path('tmp', 'merge_map'), kept + made)
-    c.fs.rename(c.path('tmp', 'merge_map'), c.path('merge_map'))
+    write_lines(c, c.path(layout.MERGE_MAP_TMP), kept + made)
+    c.fs.rename(c.path(layout.MERGE_MAP_TMP), c.path(layout.MERGE_MAP))
     c.fs.rm(into)
     done(c)
     c.progress('merge: %d URL(s) affected by the change, %d group(s) merged again, '
@@ -162,10 +163,10 @@ def plan_merge(c):
     """(why the merge must be made in full, or None; else (the new key rows as lines,
     the affected URLs, the cut records of their old rows and of their new rows, the
     last build's totals))."""
-    kept_meta = json.loads(c.fs.read_text(c.fs.join(c.path('prev_' + KEYS), META)))
+    kept_meta = json.loads(c.fs.read_text(c.fs.join(c.path(layout.OLD_MERGE_KEYS), META)))
     if kept_meta['settings'] != A.key_settings(c.conf['merge']):
         return 'merge settings changed since the last build', None
-    size, most = c.fs.size(c.path('prev_' + KEYS)), c.conf['merge']['affected_max_bytes']
+    size, most = c.fs.size(c.path(layout.OLD_MERGE_KEYS)), c.conf['merge']['affected_max_bytes']
     if size > most:
         return 'merge_keys/ holds %d bytes, over merge.affected_max_bytes (%d)' % (
             size, most), None
@@ -173,7 +174,7 @@ def plan_merge(c):
     changed = [orjson.loads(line) for line in changed_lines]
     if any(r.get('stale') for r in changed):
         return 'a changed page has no SimHash of this version', None
-    old_lines = read_lines(c, c.path('prev_' + KEYS))
+    old_lines = read_lines(c, c.path(layout.OLD_MERGE_KEYS))
     old = read_rows(b'\n'.join(old_lines))
     new_lines = [line for line, r in zip(changed_lines, changed) if r['rec'] is not None]
     new = read_rows(b'\n'.join(new_lines))

@@ -36,6 +36,7 @@ import time
 
 import orjson
 
+from drivers.folder import layout
 from drivers.runtime.part_files import part_names, read_lines, side_args, write_lines
 from jobs.anchors import MRAnchors
 from jobs.lib import BUFFER_BYTES, counters as C, records as R
@@ -48,18 +49,18 @@ TAIL = b'","url":'
 
 
 def links_side(c):
-    return c.path('tmp', 'links_side')
+    return c.path(layout.LINKS_SIDE)
 
 
 def merged_side(c):
     """The final URLs of the affected merge's pages (drivers/later/affected.py)."""
-    return c.path('tmp', 'merge_affected')
+    return c.path(layout.MERGE_AFFECTED)
 
 
 def join_only(c):
     """The URLs a delta build's join must join again (MRMergeJoin --only), written
     with anchors/ when it followed the change (:func:`write_urls`)."""
-    return c.fs.join(c.path('tmp', 'join_only'), 'part-00000')
+    return c.fs.join(c.path(layout.JOIN_ONLY), 'part-00000')
 
 
 def write_urls(c, folder, urls):
@@ -74,19 +75,19 @@ def settings(c):
 def keep(c):
     """A later build starts: the last build's anchors/ kept as prev_anchors/."""
     done(c)
-    c.fs.rm(c.path('tmp', 'join_only'))
-    if c.fs.exists(c.path('anchors')) and c.fs.exists(c.path(META)):
-        c.fs.rename(c.path('anchors'), c.path('prev_anchors'))
+    c.fs.rm(c.path(layout.JOIN_ONLY))
+    if c.fs.exists(c.path(layout.ANCHORS)) and c.fs.exists(c.path(META)):
+        c.fs.rename(c.path(layout.ANCHORS), c.path(layout.OLD_ANCHORS))
 
 
 def done(c):
-    for path in (c.path('prev_anchors'), links_side(c), merged_side(c)):
+    for path in (c.path(layout.OLD_ANCHORS), links_side(c), merged_side(c)):
         c.fs.rm(path)
 
 
 def links_args(c):
     """MRCurrent's --links-dir, when the last build's anchors are kept."""
-    return side_args(c, c.path('prev_anchors'), '--links-dir', links_side(c))
+    return side_args(c, c.path(layout.OLD_ANCHORS), '--links-dir', links_side(c))
 
 
 def write_merged(c, finals):
@@ -95,7 +96,7 @@ def write_merged(c, finals):
 
 def ready(c):
     """Is there a last build's anchors/ to start from (prev_anchors/, MRCurrent's rows)?"""
-    return all(c.fs.exists(p) for p in (c.path('prev_anchors'), links_side(c)))
+    return all(c.fs.exists(p) for p in (c.path(layout.OLD_ANCHORS), links_side(c)))
 
 
 def commit_full(c):
@@ -109,7 +110,7 @@ def why_full(c):
         return 'the merge was made in full'
     if json.loads(c.fs.read_text(c.path(META))) != settings(c):
         return 'merge.internal_anchors changed since the last build'
-    size, most = c.fs.size(c.path('prev_anchors')), c.conf['merge']['affected_max_bytes']
+    size, most = c.fs.size(c.path(layout.OLD_ANCHORS)), c.conf['merge']['affected_max_bytes']
     if size > most:
         return 'anchors/ holds %d bytes, over merge.affected_max_bytes (%d)' % (size, most)
     return None
@@ -150,7 +151,7 @@ def splice_signatures(c, previous, side):
     last build's signatures/ (*previous*) of every other URL, whose page the join did
     not touch: (the URLs joined, the records kept, how many of them name a merged
     page)."""
-    joined = {orjson.loads(line) for line in read_lines(c, c.path('tmp', 'join_only'))}
+    joined = {orjson.loads(line) for line in read_lines(c, c.path(layout.JOIN_ONLY))}
     kept = pages = 0
     c.fs.mkdirs(side)
     with c.fs.open_write_binary(c.fs.join(side, 'part-kept'), BUFFER_BYTES) as f:
@@ -209,10 +210,10 @@ def splice(c, into, members, leaders):
     kept, member = 0, b''
     c.fs.rm(into)
     c.fs.mkdirs(into)
-    names = part_names(c, c.path('prev_anchors')) or ['part-00000']
+    names = part_names(c, c.path(layout.OLD_ANCHORS)) or ['part-00000']
     for i, name in enumerate(names):
         with c.fs.open_write_binary(c.fs.join(into, name), BUFFER_BYTES) as f:
-            path = c.fs.join(c.path('prev_anchors'), name)
+            path = c.fs.join(c.path(layout.OLD_ANCHORS), name)
             for line in c.fs.iter_lines(path) if c.fs.exists(path) else ():
                 if not line.strip():
                     continue
@@ -225,7 +226,7 @@ def splice(c, into, members, leaders):
                 else:
                     leaders.add(orjson.loads(line)['url'])
             if member is not None and i == len(names) - 1:
-                for line in read_lines(c, c.path('tmp', 'anchors_new')):
+                for line in read_lines(c, c.path(layout.ANCHORS_NEW)):
                     f.write(line + b'\n')
                     leaders.add(orjson.loads(line)['url'])
         if member is None:
@@ -246,13 +247,13 @@ def anchors(c, summaries):
     merged = [orjson.loads(line) for line in read_lines(c, merged_side(c))]
     rows = [orjson.loads(line) for line in read_lines(c, links_side(c))]
     targets, members = closure(merged, rows)
-    only = c.path('tmp', 'anchors_only')
+    only = c.path(layout.ANCHORS_ONLY)
     part = c.fs.join(only, 'part-00000')
     write_lines(c, only, [orjson.dumps([what, url]) for what, urls in (
         ('target', targets), ('member', members)) for url in sorted(urls)])
     job = c.run_step('anchors-affected', MRAnchors,
-                     list(summaries) + [c.path('merge_map')],
-                     c.path('tmp', 'anchors_new'), ['--only', part])
+                     list(summaries) + [c.path(layout.MERGE_MAP)],
+                     c.path(layout.ANCHORS_NEW), ['--only', part])
     c.report.save_step('anchors-affected', dict(job, made_by='anchors'))
     # The join's URLs: the merge's, every changed URL and where it ends, and the leaders
     # of every anchors record made again, old and new (:func:`splice`).
@@ -261,7 +262,7 @@ def anchors(c, summaries):
         if 'finals' in r:
             leaders.add(r['url'])
             leaders.update(r['finals'])
-    into = c.path('tmp', 'anchors_spliced')
+    into = c.path(layout.ANCHORS_SPLICED)
     kept = splice(c, into, members, leaders)
     if kept is None:
         c.progress('anchors: a record of an earlier version: inverting every link')
@@ -272,9 +273,9 @@ def anchors(c, summaries):
     step = {'counters': {C.MERGE: n}, 'seconds': round(time.monotonic() - start, 3),
             'runner': job.get('runner')}
     c.report.save_step('anchors', step)
-    write_urls(c, c.path('tmp', 'join_only'), leaders)
-    c.fs.rename(into, c.path('anchors'))
-    c.fs.rm(c.path('tmp', 'anchors_new'))
+    write_urls(c, c.path(layout.JOIN_ONLY), leaders)
+    c.fs.rename(into, c.path(layout.ANCHORS))
+    c.fs.rm(c.path(layout.ANCHORS_NEW))
     c.fs.rm(only)
     done(c)
     c.progress('anchors: %d URL(s) affected by the change, %d record(s) kept' % (

@@ -27,23 +27,24 @@ over runner.task_keys_max_bytes (every map task holds their URLs), and when
 prev_current/ holds over merge.current_max_files files (each build that passes lines
 adds its tasks' files; shuffling all writes one per reducer again).
 """
+from drivers.folder import layout
 from drivers.folder.cycles import Cycles
 from drivers.runtime.part_files import write_lines
 from jobs.current import MRCurrent
 
 
 def keys_side(c):
-    return c.path('tmp', 'current_keys')
+    return c.path(layout.CURRENT_KEYS)
 
 
 def pass_side(c):
-    return c.path('tmp', 'current_pass')
+    return c.path(layout.CURRENT_PASS)
 
 
 def layer_of(c, path):
     """The layer of meta/L *path*, or None for another folder."""
     folder, _, name = path.rstrip('/').rpartition('/')
-    return int(name) if name.isdigit() and folder == c.path('meta') else None
+    return int(name) if name.isdigit() and folder == c.path(layout.META) else None
 
 
 def key_files(c, inputs, last, prev):
@@ -62,7 +63,7 @@ def key_files(c, inputs, last, prev):
             return None, 'the fetches up to layer %d are of several cycles' % last
     files = []
     for layer in layers:
-        folder = c.path('changes', '%03d' % layer)
+        folder = c.path(layout.CHANGES, '%03d' % layer)
         if not c.fs.exists(folder):
             return None, 'layer %03d has no changes/ (an earlier version)' % layer
         files += [c.fs.join(folder, n) for n in sorted(c.fs.listdir(folder))
@@ -78,7 +79,7 @@ def run(c, inputs, args, last, prev=None):
     """MRCurrent over *inputs* into current/ (*args*: its others; *last*: the last
     build's top layer, or None; *prev*: prev_current/ when it is the first input):
     with --keys when they serve, the lines it passed moved into current/. Its step."""
-    current, passed = c.path('current'), pass_side(c)
+    current, passed = c.path(layout.CURRENT), pass_side(c)
     if c.fs.exists(current):
         return c.report.load_step('current')
     files, why = key_files(c, inputs, last, prev) if last is not None else (None, None)

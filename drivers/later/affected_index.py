@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from drivers.folder import layout
 from drivers.later.index import (HOSTS_SCHEMA, INDEX_SCHEMA, PartitionedWriter, host_columns,
                                  layer_dirs, rows_table, rows_to_parquet, write_schema)
 from drivers.runtime.part_files import read_lines, side_args, write_lines
@@ -41,29 +42,29 @@ log = logging.getLogger('mrcrawl')
 
 
 def rows_side(c):
-    return c.path('tmp', 'index_rows_side')
+    return c.path(layout.INDEX_ROWS_SIDE)
 
 
 def folds_side(c):
-    return c.path('tmp', 'index_folds')
+    return c.path(layout.INDEX_FOLDS)
 
 
 def keep(c):
     """A later build starts: the last build's index/ and hosts/ kept (both, or neither)."""
     done(c)
-    if c.fs.exists(c.path('index')) and c.fs.exists(c.path('hosts')):
-        for name in ('index', 'hosts'):
-            c.fs.rename(c.path(name), c.path('prev_' + name))
+    if c.fs.exists(c.path(layout.INDEX)) and c.fs.exists(c.path(layout.HOSTS)):
+        for name in (layout.INDEX, layout.HOSTS):
+            c.fs.rename(c.path(name), c.path(layout.old(name)))
 
 
 def done(c):
-    for path in (c.path('prev_index'), c.path('prev_hosts'), rows_side(c), folds_side(c)):
+    for path in (c.path(layout.OLD_INDEX), c.path(layout.OLD_HOSTS), rows_side(c), folds_side(c)):
         c.fs.rm(path)
 
 
 def rows_args(c):
     """MRCurrent's --rows-dir, when the last build's index is kept."""
-    return side_args(c, c.path('prev_index'), '--rows-dir', rows_side(c))
+    return side_args(c, c.path(layout.OLD_INDEX), '--rows-dir', rows_side(c))
 
 
 def write_folds(c, affected_urls, dropped, made, kept):
@@ -85,14 +86,14 @@ def write_folds(c, affected_urls, dropped, made, kept):
 
 def why_full(c):
     """Why the index must be made in full, or None."""
-    if not all(c.fs.exists(p) for p in (c.path('prev_index'), c.path('prev_hosts'),
+    if not all(c.fs.exists(p) for p in (c.path(layout.OLD_INDEX), c.path(layout.OLD_HOSTS),
                                         rows_side(c))):
         return 'the last build left no index, or MRCurrent made no rows'
     if not c.fs.exists(folds_side(c)):
         return 'the merge was made in full'
-    if any(n.isdigit() for n in c.fs.listdir(c.path('warc_index'))):
+    if any(n.isdigit() for n in c.fs.listdir(c.path(layout.WARC_INDEX))):
         return 'MRWarc archived a layer'
-    size, most = c.fs.size(c.path('prev_index')), c.conf['merge']['affected_max_bytes']
+    size, most = c.fs.size(c.path(layout.OLD_INDEX)), c.conf['merge']['affected_max_bytes']
     if size > most:
         return 'index/ holds %d bytes, over merge.affected_max_bytes (%d)' % (size, most)
     return None
@@ -191,7 +192,7 @@ def build(c, tmp_index, tmp_hosts):
     build's: the step's counts, or None when they must be made in full (why told)."""
     start = time.monotonic()
     why = why_full(c)
-    old = None if why else read_index(c, c.path('prev_index'))
+    old = None if why else read_index(c, c.path(layout.OLD_INDEX))
     if not why and old is None:
         why = 'the last index has another schema'
     if not why:
@@ -235,11 +236,11 @@ def index_inputs(crawl, outs):
     """MRIndexRows' inputs: *outs*, the folds (merge_map/, else merged/) and every
     layer's warc_index/ (from a crawl's second cycle on, *outs* is current/: MRCurrent)."""
     fs = crawl.fs
-    warc = [crawl.path('warc_index', n) for n in fs.listdir(crawl.path('warc_index'))
+    warc = [crawl.path(layout.WARC_INDEX, n) for n in fs.listdir(crawl.path(layout.WARC_INDEX))
             if n.isdigit()]
-    folds = crawl.path('merge_map')
+    folds = crawl.path(layout.MERGE_MAP)
     if not fs.exists(folds):
-        folds = crawl.path('merged')
+        folds = crawl.path(layout.MERGED)
     return list(outs) + [folds] + warc
 
 
@@ -249,11 +250,11 @@ def build_index(crawl, outs):
     and OUT/hosts. Skipped when OUT/index exists (a resumed crawl). Returns the step dict
     saved as steps/index.json."""
     fs = crawl.fs
-    final, hosts_final = crawl.path('index'), crawl.path('hosts')
+    final, hosts_final = crawl.path(layout.INDEX), crawl.path(layout.HOSTS)
     if fs.exists(final):
         return crawl.report.load_step('index')
-    rows_dir = crawl.path('index_rows')
-    tmp_index, tmp_hosts = crawl.path('tmp', 'index'), crawl.path('tmp', 'hosts')
+    rows_dir = crawl.path(layout.INDEX_ROWS)
+    tmp_index, tmp_hosts = crawl.path(layout.INDEX_TMP), crawl.path(layout.HOSTS_TMP)
     fs.rm(tmp_index)
     fs.rm(tmp_hosts)
     counts = build(crawl, tmp_index, tmp_hosts)

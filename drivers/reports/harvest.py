@@ -7,6 +7,7 @@ import html
 import json
 import statistics
 
+from drivers.folder import layout
 from drivers.reports.table import cell, html_table
 from jobs.lib import records as R
 
@@ -39,7 +40,7 @@ def harvest_section(data):
 def scan_tasks(fs, out):
     """{layer: [task record]} from robots/NNN/part-* (jobs/fetch.py)."""
     tasks = {}
-    root = fs.join(out, 'robots')
+    root = fs.join(out, layout.ROBOTS)
     for name in fs.listdir(root):
         if not name.isdigit():
             continue

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from drivers.folder import layout
 from drivers.later.index import layer_dirs
 from drivers.reports.charts import TOP_HOSTS, charts, short
 from drivers.reports.harvest import harvest_section, scan_tasks
@@ -78,7 +79,7 @@ def _batches(fs, folder, columns):
 def layers_from_steps(out, fs, conf):
     """Per-layer rows rebuilt from steps/*.json (a crawl without report.json)."""
     report = Report(out, fs, conf or {}, 0, '')
-    names = fs.listdir(fs.join(out, 'steps'))
+    names = fs.listdir(fs.join(out, layout.STEPS))
     layers = sorted({int(n[6:9]) for n in names
                      if n.startswith('fetch-') and n[6:9].isdigit()})
     rows = []
@@ -97,7 +98,7 @@ def layers_from_steps(out, fs, conf):
 
 def plan_max(fs, out, layer):
     """Largest planned key's URL count in plan/NNN, or None (no plan, or nothing placed)."""
-    folder = fs.join(out, 'plan', '%03d' % layer)
+    folder = fs.join(out, layout.PLAN, '%03d' % layer)
     best = None
     for name in fs.listdir(folder):
         if name.startswith(('.', '_')):
@@ -119,7 +120,7 @@ def plan_max(fs, out, layer):
 def scan_index(fs, out):
     """Per-layer rows/fetched/duplicates and error classes from index/, or None."""
     ok = pa.array(list(OK_STATUSES))
-    root = fs.join(out, 'index')
+    root = fs.join(out, layout.INDEX)
     if not fs.exists(root):
         return None
     per_layer, classes = {}, {}
@@ -146,7 +147,7 @@ def scan_index(fs, out):
 
 def scan_hosts(fs, out, top=TOP_HOSTS):
     """Largest host per layer, the slowest (layer, host) pairs, most robots-denied hosts."""
-    root = fs.join(out, 'hosts')
+    root = fs.join(out, layout.HOSTS)
     if not fs.exists(root):
         return None
     largest, slow, denied, n = {}, [], [], 0
@@ -178,9 +179,9 @@ def collect(out, fs, report=None, conf=None):
     at the end of a crawl), else read from OUT."""
     notes = []
     if report is None:
-        report = _read_json(fs, fs.join(out, 'report.json'))
+        report = _read_json(fs, fs.join(out, layout.REPORT))
     if conf is None:
-        conf = _read_json(fs, fs.join(out, 'conf.json')) or {}
+        conf = _read_json(fs, fs.join(out, layout.SETTINGS)) or {}
     delay = (conf.get('politeness') or {}).get('delay')
     if delay is None and report:
         delay = (report.get('settings') or {}).get('politeness.delay')
@@ -390,7 +391,7 @@ def build(out, fs, report=None, conf=None, pngs=None):
 def write_report_html(out_dir, fs, report=None, conf=None, pngs=None):
     """Write OUT/report.html; returns its path."""
     text, _ = build(out_dir, fs, report, conf, pngs)
-    path = fs.join(out_dir, 'report.html')
+    path = fs.join(out_dir, layout.REPORT_HTML)
     fs.write_text(path, text)
     return path
 
@@ -422,7 +423,7 @@ def main_report(argv):
         print('mrcrawl: no crawl output folder %s' % out, file=sys.stderr)
         return 2
     text, pngs = build(out, fs)
-    target = args.output or fs.join(out, 'report.html')
+    target = args.output or fs.join(out, layout.REPORT_HTML)
     try:
         fslib.for_path(target).write_text(target, text)
     except OSError as e:

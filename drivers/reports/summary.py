@@ -7,6 +7,7 @@ row per layer and the merge/xml totals; the same rows are printed as a table.
 import json
 import time
 
+from drivers.folder import layout
 from jobs.lib import counters as C, records as R
 
 #: Columns of the per-layer table: (title, key).
@@ -29,7 +30,7 @@ class Report:
         self.settings_changes = list(settings_changes)
 
     def step_path(self, name):
-        return self.fs.join(self.out, 'steps', name + '.json')
+        return self.fs.join(self.out, layout.STEPS, name + '.json')
 
     def save_step(self, name, step):
         self.fs.write_text(self.step_path(name), json.dumps(step, sort_keys=True))
@@ -148,7 +149,7 @@ class Report:
             # Harvest rate: the share of parsed pages that are on topic (focused crawling).
             report['topic'] = {'on_topic': on, 'off_topic': off,
                                'harvest_rate': round(on / (on + off), 4)}
-        self.fs.write_text(self.fs.join(self.out, 'report.json'),
+        self.fs.write_text(self.fs.join(self.out, layout.REPORT),
                            json.dumps(report, indent=1, sort_keys=True))
         return report
 

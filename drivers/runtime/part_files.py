@@ -4,6 +4,7 @@ Every dataset folder of a crawl holds ``part-*`` files of one record a line; the
 reads small ones whole (:func:`read_lines`) and writes the few it makes itself
 (:func:`write_lines`) through the crawl's file system (local or WebHDFS).
 """
+from drivers.folder import layout
 from jobs.lib import BUFFER_BYTES
 
 
@@ -35,6 +36,6 @@ def side_args(c, kept, option, side):
     landed goes first."""
     if not c.fs.exists(kept):
         return []
-    if not c.fs.exists(c.path('current')):
+    if not c.fs.exists(c.path(layout.CURRENT)):
         c.fs.rm(side)
     return c.task_path_args(option, side)

@@ -10,6 +10,7 @@ and its output installed only once it succeeded, its counters saved in the step 
 import json
 import time
 
+from drivers.folder import layout
 from drivers.runtime import hadoop
 from drivers.runtime.launch import make_runner
 from jobs.lib import counters as C
@@ -32,7 +33,7 @@ class StepRunner:
         map tasks' --pass-dir: lines they wrote unshuffled; emptied before and after)."""
         if self.fs.exists(final):
             return self.report.load_step(name)
-        tmp = self.path('tmp', name)
+        tmp = self.path(layout.tmp(name))
         for folder in filter(None, (tmp, passed)):     # an interrupted run's files
             self.fs.rm(folder)
         runner_name = runner or self.runner_for(job_cls, inputs, extra_args)
@@ -61,7 +62,7 @@ class StepRunner:
             self.fs.rm(folder)
         self.fs.mkdirs(final.rsplit('/', 1)[0])
         self.fs.rename(tmp, final)
-        self.fs.write_text(self.path('state.json'), json.dumps(
+        self.fs.write_text(self.path(layout.STATE), json.dumps(
             {'last_completed_step': name, 'output': final}))
         return step
 
