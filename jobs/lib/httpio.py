@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 
 import certifi
 import requests
+import socks
 import urllib3
 import urllib3.exceptions
 
@@ -326,7 +327,8 @@ def error_reason(exc):
             return 'private_address'
         if isinstance(exc, SecretUnavailable):
             return 'secret_unavailable'
-        if isinstance(exc, (requests.exceptions.ProxyError, urllib3.exceptions.ProxyError)):
+        if isinstance(exc, (requests.exceptions.ProxyError, urllib3.exceptions.ProxyError,
+                            socks.ProxyError)):       # socks: PySocks's, a SOCKS5 proxy's
             return 'proxy_error'
         if isinstance(exc, socket.gaierror):
             return 'dns'

@@ -21,6 +21,7 @@ import time
 import requests
 import urllib3
 import urllib3.connection
+import urllib3.contrib.socks
 import urllib3.exceptions
 
 
@@ -184,10 +185,35 @@ class SafeAdapter(requests.adapters.HTTPAdapter):
         request); they are tracked for the watchdog like the others."""
         fresh = proxy not in self.proxy_manager
         manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if fresh:
+        if fresh and proxy.lower().startswith('socks'):
+            manager.pool_classes_by_scheme = _SOCKS_POOLS     # PySocks connects
+        elif fresh:
             manager.pool_classes_by_scheme = _pool_classes(
                 Resolver(allow_private=True, ttl=self.resolver.ttl))
         return manager
+
+
+class _TrackedSOCKSConnection(urllib3.contrib.socks.SOCKSConnection):
+    """A connection through a SOCKS proxy (PySocks opens it), tracked for the watchdog."""
+
+    def _new_conn(self):
+        sock = super()._new_conn()
+        owner = getattr(_tls, 'sockets', None)
+        if owner is not None:
+            owner.add(sock)
+        return sock
+
+
+class _TrackedSOCKSHTTPSConnection(_TrackedSOCKSConnection,
+                                   urllib3.connection.HTTPSConnection):
+    pass
+
+
+_SOCKS_POOLS = {
+    'http': type('SOCKSPool', (urllib3.contrib.socks.SOCKSHTTPConnectionPool,),
+                 {'ConnectionCls': _TrackedSOCKSConnection}),
+    'https': type('SOCKSHTTPSPool', (urllib3.contrib.socks.SOCKSHTTPSConnectionPool,),
+                  {'ConnectionCls': _TrackedSOCKSHTTPSConnection})}
 
 
 def _pool_classes(resolver):
