@@ -161,8 +161,7 @@ class KeySession:
         return resp, entry
 
     def _get(self, url, headers):
-        origin = urls.origin(url)
-        if origin in self.unverified:
+        if self.unverified and urls.origin(url) in self.unverified:
             return self._send(url, headers, verify=False)
         try:
             return self._send(url, headers)
@@ -170,7 +169,7 @@ class KeySession:
             reason = tls_reason(e)
             if self.verify_tls or reason == 'tls':    # tls: no certificate to overlook
                 raise
-            self.unverified[origin] = reason
+            self.unverified[urls.origin(url)] = reason
             return self._send(url, headers, verify=False)
 
     def _send(self, url, headers, verify=None):
@@ -192,10 +191,14 @@ class KeySession:
                     self.withheld[withheld] = self.withheld.get(withheld, 0) + 1
                 else:
                     headers, auth = dict(extras.headers, **(headers or {})), extras.auth
+        if verify is not False:
+            return self.session.get(url, stream=True, allow_redirects=False,
+                                    timeout=self.timeout, headers=headers, proxies=proxies,
+                                    auth=auth)
         with warnings.catch_warnings():    # verify=False: one warning a request, not news
             warnings.simplefilter('ignore', urllib3.exceptions.InsecureRequestWarning)
             return self.session.get(url, stream=True, allow_redirects=False,
-                                    timeout=self.timeout, headers=headers, verify=verify,
+                                    timeout=self.timeout, headers=headers, verify=False,
                                     proxies=proxies, auth=auth)
 
     def tls_verified(self, url):
