@@ -59,11 +59,11 @@ test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 wo
 
 # Debian packages of the programs the media previews (ffmpeg) and page rendering
 # (chromium) run, and those the protocol tests run against: openssl (it makes the TLS
-# tests' certificates), nginx (TLS, credentials, content codings), tinyproxy (an HTTP
-# proxy) and microsocks (a SOCKS5 one). The tests run them for real, so `make test`
-# installs them.
-SYSTEM_PROGRAMS := ffmpeg chromium openssl nginx tinyproxy microsocks
-system-deps:  ## Install ffmpeg, Chromium, openssl, nginx, tinyproxy and microsocks from Debian's packages when missing
+# tests' certificates), nginx (TLS, credentials, content codings), lighttpd (digest
+# authentication), tinyproxy (an HTTP proxy) and microsocks (a SOCKS5 one). The tests
+# run them for real, so `make test` installs them.
+SYSTEM_PROGRAMS := ffmpeg chromium openssl nginx lighttpd tinyproxy microsocks
+system-deps:  ## Install ffmpeg, Chromium, openssl and the protocol tests' servers from Debian's packages when missing
 	@missing=$$(for p in $(SYSTEM_PROGRAMS); do command -v $$p >/dev/null || \
 	  [ -x /usr/sbin/$$p ] || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -1,5 +1,5 @@
 """A site's [request] table against nginx (tests/nginx.py): HTTP basic credentials
-(auth_basic), a header and a cookie a page needs, all read from the environment or a
+(auth_basic; digest against lighttpd), a header and a cookie a page needs, all read from the environment or a
 file where the request is made, sent only to the site's URLs, over https (or http when
 the site says so), never to an origin whose certificate failed, and never kept in a
 record or the WARC."""
@@ -7,6 +7,7 @@ import pytest
 
 from jobs.lib import counters as C, fetcher, records as R, routes, secretref, sites
 from tests.helpers import test_conf
+from tests.lighttpd import Lighttpd
 from tests.nginx import Nginx
 from tests.tls_site import make_certs
 
@@ -130,3 +131,26 @@ def test_secrets_are_references_checked_at_start(tmp_path, monkeypatch):
         secretref.check(found[0][1], found[0][0])
     with pytest.raises(secretref.SecretError, match='cannot read the file'):
         secretref.check(found[2][1], found[2][0])
+
+
+def test_digest_credentials_answer_the_challenge(monkeypatch):
+    """auth = "digest" (lighttpd, as nginx has none): the 401's challenge is answered
+    with the site's credentials; basic ones are refused there."""
+    monkeypatch.setenv('MRCRAWL_TEST_PASSWORD', 's3c-ret')
+    page = {'private/index.html': b'<html><title>in</title><body>inside</body></html>'}
+    codes = {}
+    with Lighttpd('crawler', 's3c-ret', page) as server:
+        for auth in ('digest', 'basic'):
+            spec = sites.parse_site({'site': {'hosts': ['127.0.0.1']}, 'request': {
+                'user': 'crawler', 'password': '${MRCRAWL_TEST_PASSWORD}', 'auth': auth,
+                'over_http': True}}, 'films.toml')
+            conf = test_conf('politeness.delay=0', 'politeness.obey_robots=false')
+            conf['sites'] = [spec]
+            (doc,) = fetcher.HostFetcher(conf).fetch([{'url': server.url('/private/'),
+                                                       'depth': 0}])
+            codes[auth] = (doc['status'], doc['http_status'])
+            assert 's3c-ret' not in str(doc)
+    assert codes == {'digest': (R.FETCH_FETCHED, 200), 'basic': (R.FETCH_HTTP_ERROR, 401)}
+    with pytest.raises(sites.SiteConfigError, match='request.auth must be one of basic, '
+                       "digest, got 'ntlm'"):
+        sites.parse_site({'site': {'hosts': ['h']}, 'request': {'auth': 'ntlm'}}, 'f.toml')

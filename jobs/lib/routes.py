@@ -18,6 +18,8 @@ import collections
 import ipaddress
 import urllib.parse
 
+import requests.auth
+
 from jobs.lib import secretref, urls
 from jobs.lib.sites import SiteIndex
 
@@ -59,7 +61,8 @@ def bypassed(host, patterns):
 
 
 #: What a site adds to a request: headers (dict, a Cookie header for its cookies), auth
-#: ((user, password) for HTTP basic, or None), over_http (bool: also over plain http).
+#: ((user, password) for HTTP basic, requests' HTTPDigestAuth for digest, or None),
+#: over_http (bool: also over plain http).
 Extras = collections.namedtuple('Extras', 'headers auth over_http')
 
 
@@ -98,6 +101,8 @@ class Routes:
                                               for k, v in req['cookies'].items())
             auth = None if req['user'] is None else (req['user'],
                                                      secretref.expand(req['password']))
+            if auth and req.get('auth') == 'digest':    # the 401's challenge answered
+                auth = requests.auth.HTTPDigestAuth(*auth)
             self._extras[site.name] = Extras(headers, auth, req['over_http'])
         return self._extras[site.name]
 

@@ -34,7 +34,8 @@ A site file is TOML, read with tomllib (never executed)::
     type = "text"                         # post-process what css or xpath selected)
 
     [request]                             # what its requests carry (jobs.lib.routes)
-    user = "crawler"                      # HTTP basic credentials; the password, the
+    user = "crawler"                      # HTTP credentials (auth = "basic", the
+    auth = "digest"                       # default, or "digest"); the password, the
     password = "${FILMS_PASSWORD}"        # cookies and credential headers only as
     headers = {"X-Api-Key" = "${KEY}"}    # references (jobs.lib.secretref); sent over
     cookies = {session = "${file:/p}"}    # https only unless over_http = true
@@ -232,7 +233,9 @@ def parse_site(data, path):
             'proxy': proxy, 'request': _request(path, data.get('request', {})), **limits}
 
 
-_REQUEST_KEYS = {'user', 'password', 'headers', 'cookies', 'over_http'}
+_REQUEST_KEYS = {'user', 'password', 'auth', 'headers', 'cookies', 'over_http'}
+#: HTTP authentication schemes a site's credentials are sent with (jobs.lib.routes).
+AUTH_SCHEMES = ('basic', 'digest')
 #: Request headers whose value must be a secret reference (jobs.lib.secretref).
 CREDENTIAL_HEADERS = ('authorization', 'cookie', 'proxy-authorization')
 _TOKEN_RE = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")     # RFC 9110 token
@@ -266,8 +269,12 @@ def _request(path, table):
     over_http = table.get('over_http', False)
     if not isinstance(over_http, bool):
         raise _err(path, 'request.over_http must be true or false, got %r', over_http)
-    return {'user': user, 'password': password, 'headers': headers, 'cookies': cookies,
-            'over_http': over_http}
+    auth = table.get('auth', 'basic')
+    if auth not in AUTH_SCHEMES:
+        raise _err(path, 'request.auth must be one of %s, got %r', ', '.join(AUTH_SCHEMES),
+                   auth)
+    return {'user': user, 'password': password, 'auth': auth, 'headers': headers,
+            'cookies': cookies, 'over_http': over_http}
 
 
 _HOSTS_EXAMPLE = 'e.g. hosts = ["films.example", "*.films.example", "127.0.0.1:8080"]'
