@@ -31,6 +31,7 @@ import pyarrow.json as pajson
 
 from drivers.folder import layout
 from drivers.later import affected_anchors, affected_index
+from drivers.later.oversize import over_affected_max
 from drivers.runtime.part_files import read_lines, side_args, write_lines
 from jobs.lib import affected as A, counters as C, merging as M, simhash
 from jobs.merge import MRMerge
@@ -166,10 +167,9 @@ def plan_merge(c):
     kept_meta = json.loads(c.fs.read_text(c.fs.join(c.path(layout.OLD_MERGE_KEYS), META)))
     if kept_meta['settings'] != A.key_settings(c.conf['merge']):
         return 'merge settings changed since the last build', None
-    size, most = c.fs.size(c.path(layout.OLD_MERGE_KEYS)), c.conf['merge']['affected_max_bytes']
-    if size > most:
-        return 'merge_keys/ holds %d bytes, over merge.affected_max_bytes (%d)' % (
-            size, most), None
+    over = over_affected_max(c, c.path(layout.OLD_MERGE_KEYS), layout.MERGE_KEYS)
+    if over:
+        return over, None
     changed_lines = read_lines(c, changed_side(c))
     changed = [orjson.loads(line) for line in changed_lines]
     if any(r.get('stale') for r in changed):

@@ -37,6 +37,7 @@ import time
 import orjson
 
 from drivers.folder import layout
+from drivers.later.oversize import over_affected_max
 from drivers.runtime.part_files import part_names, read_lines, side_args, write_lines
 from jobs.anchors import MRAnchors
 from jobs.lib import BUFFER_BYTES, counters as C, records as R
@@ -110,10 +111,7 @@ def why_full(c):
         return 'the merge was made in full'
     if json.loads(c.fs.read_text(c.path(META))) != settings(c):
         return 'merge.internal_anchors changed since the last build'
-    size, most = c.fs.size(c.path(layout.OLD_ANCHORS)), c.conf['merge']['affected_max_bytes']
-    if size > most:
-        return 'anchors/ holds %d bytes, over merge.affected_max_bytes (%d)' % (size, most)
-    return None
+    return over_affected_max(c, c.path(layout.OLD_ANCHORS), layout.ANCHORS)
 
 
 def closure(merged, rows):

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from drivers.folder import layout
 from drivers.later.index import (HOSTS_SCHEMA, INDEX_SCHEMA, PartitionedWriter, host_columns,
                                  layer_dirs, rows_table, rows_to_parquet, write_schema)
+from drivers.later.oversize import over_affected_max
 from drivers.runtime.part_files import read_lines, side_args, write_lines
 from jobs.index_rows import MRIndexRows
 from jobs.lib import counters as C, records as R
@@ -93,10 +94,7 @@ def why_full(c):
         return 'the merge was made in full'
     if any(n.isdigit() for n in c.fs.listdir(c.path(layout.WARC_INDEX))):
         return 'MRWarc archived a layer'
-    size, most = c.fs.size(c.path(layout.OLD_INDEX)), c.conf['merge']['affected_max_bytes']
-    if size > most:
-        return 'index/ holds %d bytes, over merge.affected_max_bytes (%d)' % (size, most)
-    return None
+    return over_affected_max(c, c.path(layout.OLD_INDEX), layout.INDEX)
 
 
 def read_index(c, root):
