@@ -16,6 +16,7 @@ reads merged/ again; the driver then records their counters as the xml step
 made.
 """
 from drivers.folder import layout
+from drivers.runtime.part_files import install_side
 from jobs.html_to_xml import MRHtmlToXml
 from jobs.lib import counters as C
 
@@ -37,10 +38,7 @@ class HtmlToXmlDriver:
     def install(self, side):
         """The join's documents (*side*; a folder no task wrote: empty) as xml/, unless an
         interrupted run installed them already."""
-        c = self.crawl
-        if not c.fs.exists(c.path(layout.XML)):
-            c.fs.mkdirs(side)
-            c.fs.rename(side, c.path(layout.XML))
+        install_side(self.crawl, side, self.crawl.path(layout.XML))
 
     def xml(self):
         """merged/ -> xml/ by MRHtmlToXml, unless xml/ is there (the join wrote it)."""

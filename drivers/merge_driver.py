@@ -40,6 +40,7 @@ from drivers.folder import layout
 from drivers.later import affected, affected_anchors, affected_current, affected_index
 from drivers.later.affected_index import build_index, index_inputs
 from drivers.runtime import beside
+from drivers.runtime.part_files import install_side
 from jobs.anchors import MRAnchors
 from jobs.delta import MRDelta
 from jobs.index_rows import MRIndexRows
@@ -446,15 +447,10 @@ class MergeDriver:
         already moved by an interrupted run is left."""
         c = self.crawl
         for name, final in moves:
-            if c.fs.exists(final):
-                continue
-            side = sides[name]
-            c.fs.mkdirs(side)
-            if name == 'delta':
+            if name == 'delta' and not c.fs.exists(final):
                 for sub in (layout.DELTA_RECORDS, layout.DELTA_XML):
-                    c.fs.mkdirs(c.fs.join(side, sub))
-            c.fs.mkdirs(final.rsplit('/', 1)[0])
-            c.fs.rename(side, final)
+                    c.fs.mkdirs(c.fs.join(sides[name], sub))
+            install_side(c, sides[name], final)
 
     def delta(self, build, sources):
         """prev_signatures/ + merged/ -> delta/BUILD/records, when there is an earlier

@@ -1,4 +1,4 @@
-"""A crawl folder's part files read and written by the driver, and a job's side folder.
+"""A crawl folder's part files read and written by the driver, and a job's side folders.
 
 Every dataset folder of a crawl holds ``part-*`` files of one record a line; the driver
 reads small ones whole (:func:`read_lines`) and writes the few it makes itself
@@ -39,3 +39,13 @@ def side_args(c, kept, option, side):
     if not c.fs.exists(c.path(layout.CURRENT)):
         c.fs.rm(side)
     return c.task_path_args(option, side)
+
+
+def install_side(c, side, final):
+    """A job's side folder *side* (one no task wrote: empty) renamed to *final*, unless
+    an interrupted run installed it already."""
+    if c.fs.exists(final):
+        return
+    c.fs.mkdirs(side)
+    c.fs.mkdirs(final.rsplit('/', 1)[0])
+    c.fs.rename(side, final)
