@@ -2,9 +2,9 @@
 fetch.proxy_bypass, and a site's own ``proxy``, which wins for its pages), and what a
 site's ``[request]`` table adds to it (credentials, headers, cookies: :meth:`extras`).
 
-A proxy is an HTTP (or HTTPS) proxy: http URLs are asked of it by absolute URI, https
-ones through a CONNECT tunnel, so TLS and its verification stay end to end. Its
-password is a reference (``http://crawler:${PROXY_PASSWORD}@proxy:3128``:
+A proxy is an HTTP (or HTTPS) proxy, which is asked for http URLs by absolute URI and
+for https ones through a CONNECT tunnel, or a SOCKS5 one (jobs.lib.netpolicy); either
+way TLS and its verification stay end to end. Its password is a reference (``http://crawler:${PROXY_PASSWORD}@proxy:3128``:
 jobs.lib.secretref), read when the first request goes out. The address policy
 (jobs.lib.netpolicy) still applies to the page's host, resolved here before each
 request; the proxy's own address is the operator's choice and is not checked.
