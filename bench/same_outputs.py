@@ -11,7 +11,7 @@ later), and a deepen to depth 3. Then it compares every dataset under OUT: the s
 lines of its part files (the order of lines and files is the runners' business), each
 line with its ISO-8601 times, durations and host:port replaced; Parquet datasets as
 rows. Files that hold only times or the run's bookkeeping (steps/, report.*,
-state.json, cycles, tmp/) are listed, not compared. Exit status 1 if any dataset
+state.json, status.json, cycles, tmp/) are listed, not compared. Exit status 1 if any dataset
 differs, with what differs.
 """
 import argparse
@@ -32,7 +32,7 @@ from drivers.fixtures.site import FixtureSite, html_page, link_list  # noqa: E40
 
 #: Bookkeeping of a run, not its outputs: times, seconds, the runner's choices.
 NOT_COMPARED = ('steps', 'tmp', 'cycles', 'report.json', 'report.html', 'state.json',
-                'lock.json', 'reparse.json')
+                'status.json', 'lock.json', 'reparse.json')
 TIME = re.compile(rb'\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?')
 #: Values that follow from times: durations, clock readings, and what a WARC record's
 #: gzip member holds (its WARC-Date): its length, and so the offsets after it; the

@@ -38,6 +38,7 @@ from drivers.parser_driver import ParserDriver
 from drivers.reports.charts import preload_libraries
 from drivers.reports.html import chart_drawer, write_report_html
 from drivers.reports.summary import Report
+from drivers.reports.status import Status
 from drivers.runtime import beside, fs as fslib, hadoop
 from drivers.runtime.hdfs import webhdfs_address
 from drivers.runtime.runners import TASK_ENV_ARGS, local_runner_args
@@ -69,6 +70,7 @@ class Crawl(StepRunner):
             self.runner_args = local_runner_args() + self.runner_args
         self.fs = fslib.for_path(self.out)
         self.report = Report(self.out, self.fs, conf, depth, runner, settings_changes)
+        self.status = Status(self.fs, self.out)
         self._conf_file = None
         self._seeds = None            # (path, SeedReport) once read
         self.crawler = CrawlerDriver(self)
@@ -167,7 +169,14 @@ class Crawl(StepRunner):
                 raise CrawlError(NO_CRAWL % self.out)
             self.parse_seeds(seeds_path)
         with self.locked(existing=seeds_path is None and not self.site_entries()) as cycles:
-            return self._cycle(cycles, seeds_path, at)
+            try:
+                return self._cycle(cycles, seeds_path, at)
+            except Exception as e:
+                self.status.end('failed', ' '.join(str(e).split()) or type(e).__name__)
+                raise
+            except BaseException as e:       # Ctrl-C, kill (drivers/runtime/interrupts.py)
+                self.status.end('interrupted', type(e).__name__)
+                raise
 
     @contextlib.contextmanager
     def locked(self, existing=False):
@@ -204,6 +213,7 @@ class Crawl(StepRunner):
             cycle['depth'] = self.depth
             cycles.save(cycle)
         first = cycle['first_layer']
+        self.status.start(cycle['cycle'], self.depth, first)
         self.progress('cycle %d%s: from layer %03d, depth %d' % (
             cycle['cycle'], '' if new else ' (resumed)', first, self.depth))
         if cycle['cycle'] == 1:
@@ -238,6 +248,7 @@ class Crawl(StepRunner):
                 row = self.report.layer_row(layer, urls_in, steps)
                 cycle['layers'] = [r for r in cycle['layers'] if r['layer'] != layer] + [row]
                 cycles.save(cycle)
+                self.status.layer_done(row)
                 self.progress(self.report.format_header())     # the row's column names
                 self.progress(self.report.format_row(row))
                 generate = steps.get('generate')
@@ -302,6 +313,7 @@ class Crawl(StepRunner):
         ParserDriver, OptimizerDriver (its generate if *more*: 'pages', or 'resources'
         for the resources only). (Steps by kind, whether a STOP file ended it.)"""
         self.progress('layer %s: %d URL(s) to fetch' % (layer_name(layer), urls_in))
+        self.status.layer(layer)
         steps = {}
         try:
             self.crawler.fetch(layer, urls_in, hosts_in, steps)
@@ -315,6 +327,10 @@ class Crawl(StepRunner):
             return steps, True
         self.optimizer.prune(layer)
         return steps, False
+
+    def on_step(self, name):
+        """Step *name* starts (drivers/runtime/steps.py): OUT/status.json says so."""
+        self.status.step(name)
 
     def names_resources(self, layer):
         """Did layer *layer*'s pages name resources the crawl did not know?"""
@@ -394,4 +410,5 @@ class Crawl(StepRunner):
         except Exception as e:   # the crawl itself is done and saved; say why, go on
             log.warning('html report not written: %s: %s', type(e).__name__, e)
         self.fs.rm(self.path(layout.TMP))
+        self.status.end('stopped' if stopped else 'finished')
         return report

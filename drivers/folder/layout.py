@@ -21,6 +21,7 @@ STOP = 'STOP'                # a user's request to stop after the layer
 REPORT = 'report.json'
 REPORT_HTML = 'report.html'
 OUTPUTS = 'outputs.json'     # the build the outputs describe: base and deltas
+STATUS = 'status.json'       # where a run is, while it runs (drivers/reports/status.py)
 #: Files a user or a run may leave in a folder that is not (yet) a crawl's.
 CONTROL_FILES = frozenset((STOP, LOCK))
 

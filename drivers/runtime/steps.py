@@ -5,7 +5,8 @@ and its output installed only once it succeeded, its counters saved in the step 
 
 :class:`StepRunner` is a base of drivers.crawl.Crawl, whose attributes it uses: ``fs``,
 ``conf``, ``out``, ``runner`` and its arguments (``runner_args`` for the crawl's runner,
-``user_args`` for the user's own), ``report``, ``_conf_file`` and :meth:`path`.
+``user_args`` for the user's own), ``report``, ``_conf_file``, :meth:`path` and
+:meth:`on_step`, told of each step that starts (the crawl's status.json).
 """
 import json
 import time
@@ -33,6 +34,7 @@ class StepRunner:
         map tasks' --pass-dir: lines they wrote unshuffled; emptied before and after)."""
         if self.fs.exists(final):
             return self.report.load_step(name)
+        self.on_step(name)
         tmp = self.path(layout.tmp(name))
         for folder in filter(None, (tmp, passed)):     # an interrupted run's files
             self.fs.rm(folder)

@@ -1,0 +1,85 @@
+"""OUT/status.json: where a run of the crawl is, for a program to read while it runs.
+
+Rewritten whole (drivers/runtime/fs.py's atomic write_text) when the run starts, as
+each step starts and each layer ends, and when the run ends::
+
+    {"state": "running" | "finished" | "stopped" | "failed" | "interrupted",
+     "error": str (failed, interrupted), "host", "pid", "started", "updated",
+     "ended" (once it ended), "cycle", "depth", "first_layer",
+     "layer" (the layer under way), "step" (the step under way, as steps/ names it),
+     "step_started", "layers": [{"layer", "urls_in", "fetched", "errors", "seconds"}]
+     (this run's layers so far), "urls_in", "fetched", "errors" (their sums),
+     "pages_per_second" (fetched over the layers' seconds),
+     "eta_seconds" (the layers' mean seconds times the layers left to the depth, the
+     final outputs not counted; null before a layer ended or once none is left)}
+
+Times are UTC ISO-8601. ``errors``: a layer's http_error and network_error URLs.
+"""
+import json
+import logging
+import os
+import socket
+
+from drivers.folder import layout
+from jobs.lib.records import now_iso
+
+log = logging.getLogger(__name__)
+
+
+class Status:
+    def __init__(self, fs, out):
+        self.fs, self.path = fs, fs.join(out, layout.STATUS)
+        self.doc = {}
+        self._seconds = []        # the seconds of this run's layers
+
+    def start(self, cycle, depth, first_layer):
+        self.doc = {'state': 'running', 'host': socket.gethostname(), 'pid': os.getpid(),
+                    'started': now_iso(), 'cycle': cycle, 'depth': depth,
+                    'first_layer': first_layer, 'layer': None, 'step': None,
+                    'step_started': None, 'layers': [], 'urls_in': 0, 'fetched': 0,
+                    'errors': 0, 'pages_per_second': None, 'eta_seconds': None}
+        self._seconds = []
+        self._write()
+
+    def layer(self, layer):
+        """Layer *layer* starts."""
+        self.doc['layer'] = layer
+        self._write()
+
+    def step(self, name):
+        """Step *name* starts."""
+        self.doc.update(step=name, step_started=now_iso())
+        self._write()
+
+    def layer_done(self, row):
+        """A layer ended with summary row *row* (drivers/reports/summary.py layer_row)."""
+        done = {'layer': row['layer'], 'urls_in': row['urls_in'], 'fetched': row['fetched'],
+                'errors': row['http_error'] + row['network_error'],
+                'seconds': row['seconds']}
+        self.doc['layers'] = [r for r in self.doc.get('layers', ())
+                              if r['layer'] != row['layer']] + [done]
+        self._seconds.append(row['seconds'])
+        for key in ('urls_in', 'fetched', 'errors'):
+            self.doc[key] = sum(r[key] for r in self.doc['layers'])
+        seconds = sum(r['seconds'] for r in self.doc['layers'])
+        self.doc['pages_per_second'] = round(self.doc['fetched'] / seconds, 2) \
+            if seconds else None
+        left = (self.doc.get('first_layer') or 0) + (self.doc.get('depth') or 0) - \
+            row['layer']
+        self.doc['eta_seconds'] = round(left * sum(self._seconds) / len(self._seconds), 1) \
+            if left > 0 else None
+        self._write()
+
+    def end(self, state, error=None):
+        """The run ended: *state* finished, stopped, failed or interrupted."""
+        self.doc.update(state=state, ended=now_iso(), step=None, eta_seconds=None)
+        if error is not None:
+            self.doc['error'] = error
+        self._write()
+
+    def _write(self):
+        self.doc['updated'] = now_iso()
+        try:
+            self.fs.write_text(self.path, json.dumps(self.doc, indent=1, sort_keys=True))
+        except OSError as e:       # a status it cannot write must not stop the crawl
+            log.warning('%s not written: %s', self.path, e)
