@@ -81,5 +81,7 @@ class Status:
         self.doc['updated'] = now_iso()
         try:
             self.fs.write_text(self.path, json.dumps(self.doc, indent=1, sort_keys=True))
-        except OSError as e:       # a status it cannot write must not stop the crawl
-            log.warning('%s not written: %s', self.path, e)
+        except OSError as e:
+            # Nor stop the crawl, nor come before its own error (a full disk is the
+            # step's failure to report): its "updated" time tells a reader it is stale.
+            log.debug('%s not written: %s', self.path, e)
