@@ -30,7 +30,6 @@ class Status:
     def __init__(self, fs, out):
         self.fs, self.path = fs, fs.join(out, layout.STATUS)
         self.doc = {}
-        self._seconds = []        # the seconds of this run's layers
 
     def start(self, cycle, depth, first_layer):
         self.doc = {'state': 'running', 'host': socket.gethostname(), 'pid': os.getpid(),
@@ -38,7 +37,6 @@ class Status:
                     'first_layer': first_layer, 'layer': None, 'step': None,
                     'step_started': None, 'layers': [], 'urls_in': 0, 'fetched': 0,
                     'errors': 0, 'pages_per_second': None, 'eta_seconds': None}
-        self._seconds = []
         self._write()
 
     def layer(self, layer):
@@ -56,18 +54,16 @@ class Status:
         done = {'layer': row['layer'], 'urls_in': row['urls_in'], 'fetched': row['fetched'],
                 'errors': row['http_error'] + row['network_error'],
                 'seconds': row['seconds']}
-        self.doc['layers'] = [r for r in self.doc.get('layers', ())
-                              if r['layer'] != row['layer']] + [done]
-        self._seconds.append(row['seconds'])
+        layers = self.doc['layers'] = [r for r in self.doc.get('layers', ())
+                                       if r['layer'] != row['layer']] + [done]
         for key in ('urls_in', 'fetched', 'errors'):
-            self.doc[key] = sum(r[key] for r in self.doc['layers'])
-        seconds = sum(r['seconds'] for r in self.doc['layers'])
+            self.doc[key] = sum(r[key] for r in layers)
+        seconds = sum(r['seconds'] for r in layers)
         self.doc['pages_per_second'] = round(self.doc['fetched'] / seconds, 2) \
             if seconds else None
         left = (self.doc.get('first_layer') or 0) + (self.doc.get('depth') or 0) - \
             row['layer']
-        self.doc['eta_seconds'] = round(left * sum(self._seconds) / len(self._seconds), 1) \
-            if left > 0 else None
+        self.doc['eta_seconds'] = round(left * seconds / len(layers), 1) if left > 0 else None
         self._write()
 
     def end(self, state, error=None):
