@@ -81,6 +81,7 @@ from jobs.lib import (counters as C, fetcher, follow, keyqueue, parsepage, plan,
 from jobs.lib.merging import mark_kept
 from jobs.lib.netpolicy import Resolver
 from jobs.lib.render import Renderer
+from jobs.lib.routes import Routes
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _DB_LINES = ('known', 'held', 'robots', 'pace')   # a fetch list's lines that are no URL to fetch
@@ -234,6 +235,7 @@ class MRFetch(CrawlJob):
         self.robots_cache, self.resolver = robots.RobotsCache(), Resolver.for_conf(self.conf)
         self.renderer = Renderer(self.conf, self.robots_cache, self.resolver, self.stderr.write)
         self.delays = politeness.SiteDelays(self.conf)
+        self.routes = Routes(self.conf)      # proxies and site extras, once a task
         self.last_status = time.monotonic()
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
@@ -369,7 +371,7 @@ class MRFetch(CrawlJob):
             hf = fetcher.HostFetcher(self.conf, self.robots_cache, self.resolver,
                                      budget_deadline=self.budget_deadline,
                                      delay=self.delays.of_key(r['url'] for r in items),
-                                     media=self.media)
+                                     media=self.media, routes=self.routes)
             if self.follow_hops:
                 follower = follow.Follower(
                     hf.same_key, itertools.chain((r['url'] for r in items), known, held),

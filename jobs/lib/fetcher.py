@@ -70,12 +70,14 @@ class HostFetcher(RobotsReading):
     connection; by default one of the settings' own. *budget_deadline* (a ``clock()``
     value or None) is when the reducer's time budget ends; *delay* the key's delay
     (default: politeness.delay; jobs.lib.politeness.SiteDelays); *media* the task's
-    jobs.lib.media.Media (None: resources' bytes are not kept); ``stats`` counts what
+    jobs.lib.media.Media (None: resources' bytes are not kept); *routes* the task's
+    jobs.lib.routes.Routes (default: the settings' own); ``stats`` counts what
     the job reports as counters (names in jobs.lib.counters).
     """
 
     def __init__(self, conf, robots_cache=None, resolver=None, clock=time.monotonic,
-                 sleep=time.sleep, budget_deadline=None, delay=None, media=None):
+                 sleep=time.sleep, budget_deadline=None, delay=None, media=None,
+                 routes=None):
         pol, fet = conf['politeness'], conf['fetch']
         self.user_agent = pol['user_agent']
         self.obey_robots = pol['obey_robots']
@@ -83,7 +85,7 @@ class HostFetcher(RobotsReading):
         self.key_mode = pol['key']
         self.timeout = (fet['connect_timeout'], fet['read_timeout'])
         self.ca_bundle, self.verify_tls = fet['ca_bundle'], fet['verify_tls']
-        self.routes = Routes(conf)
+        self.routes = routes or Routes(conf)
         self.max_body = fet['max_body_bytes']
         self.max_redirects = fet['max_redirects']
         self.max_retries = fet['max_retries']

@@ -29,6 +29,7 @@ from jobs.lib.fetcher import HostFetcher
 from jobs.lib.httpio import NETWORK_ERRORS
 from jobs.lib.netpolicy import Blocked
 from jobs.lib.politeness import OutOfBudget, TimeLimit
+from jobs.lib.routes import Routes
 from jobs.lib.subcache import Stale, SubCache
 
 #: Headers that describe the bytes on the wire, not the decoded body handed over.
@@ -81,6 +82,7 @@ class SubRequests:
         self.conf, self.robots_cache, self.resolver, self._stat = \
             conf, robots_cache, resolver, stat
         self.delays = politeness.SiteDelays(conf)
+        self.routes = Routes(conf)
         self._lock = threading.Lock()
         self._fetcher_locks = {}
         self._busy = {}      # politeness key -> its threads fetching now
@@ -261,7 +263,7 @@ class SubRequests:
             f = self._others.get(key)
             if f is None:
                 f = HostFetcher(self.conf, self.robots_cache, self.resolver,
-                                delay=self.delays(url))
+                                delay=self.delays(url), routes=self.routes)
                 f.key, f.first_url = key, url
                 f.http = f.session()
                 if self.paces.get(key) is not None:
