@@ -21,7 +21,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.nginx import Nginx, free_port  # noqa: E402
+from tests.daemons import free_port  # noqa: E402
+from tests.nginx import Nginx  # noqa: E402
 from tests.tls_site import make_certs  # noqa: E402
 
 SERVER = """
