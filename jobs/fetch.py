@@ -85,7 +85,6 @@ from jobs.lib.routes import Routes
 
 _INVALID_KEY = ''   # politeness key of URLs that cannot be fetched at all
 _DB_LINES = ('known', 'held', 'robots', 'pace')   # a fetch list's lines that are no URL to fetch
-_STATUS_EVERY = 20.0  # seconds between task status updates (keeps Hadoop from killing us)
 _RESULTS_WAITING = 64  # documents waiting for the parse at most (each up to max_body_bytes)
 
 
@@ -138,6 +137,10 @@ class MRFetch(CrawlJob):
     def steps(self):
         bins = plan.bins_of(self.options.bins, self.conf)
         fetch_conf = dict(WHOLE_FILES)
+        # A task tells its ApplicationMaster its counters every 1 % of the task timeout
+        # by default (6 s; the first after 12): the progress line's interval instead.
+        fetch_conf['mapreduce.task.progress-report.interval'] = \
+            '%d' % (1000 * self.conf['progress']['seconds'])
         if bins > 1:
             # Uber mode would run the lists one after another in the ApplicationMaster.
             fetch_conf['mapreduce.job.ubertask.enable'] = 'false'
@@ -236,7 +239,11 @@ class MRFetch(CrawlJob):
         self.renderer = Renderer(self.conf, self.robots_cache, self.resolver, self.stderr.write)
         self.delays = politeness.SiteDelays(self.conf)
         self.routes = Routes(self.conf)      # proxies and site extras, once a task
+        # Counters and status this often: the driver's progress line reads them, and a
+        # task silent for mapreduce.task.timeout is killed.
+        self.status_every = self.conf['progress']['seconds']
         self.last_status = time.monotonic()
+        self.in_flight_told = 0   # the keys in flight the counters last said (C.LIVE)
         self.stats_lock = threading.Lock()
         self.robots_fetches = self.robots_failures = 0
         self.paces = {}          # politeness key -> when its last request ended (epoch)
@@ -310,6 +317,7 @@ class MRFetch(CrawlJob):
                 self.stderr.write(('fetch: %s: %s\n' % (type(e).__name__, e)).encode())
             self.task.update(keys_in_flight=self.queues.peak_keys,
                              threads=self.queues.threads)
+        self._status(in_flight=0)
         self.renderer.close(lambda name, n: self.count(name, n, C.RENDER))
         if self.warc is not None:
             self.warc.commit()
@@ -443,7 +451,7 @@ class MRFetch(CrawlJob):
     def _drain(self, block):
         while True:
             try:
-                what, item, reply = self.results.get(block=block, timeout=_STATUS_EVERY)
+                what, item, reply = self.results.get(block=block, timeout=self.status_every)
             except queue.Empty:
                 if not block:
                     return
@@ -473,7 +481,7 @@ class MRFetch(CrawlJob):
         self.count(C.status(C.FETCH, doc['status'], None if doc['status'] == R.FETCH_FETCHED
                             else doc['reason']))
         self.count(C.BYTES, doc['length'])
-        if time.monotonic() - self.last_status > _STATUS_EVERY:
+        if time.monotonic() - self.last_status > self.status_every:
             self._status()
         if self.warc is not None:
             doc.update(self.warc.add(doc, self.conf['politeness']['user_agent']) or {})
@@ -490,10 +498,14 @@ class MRFetch(CrawlJob):
     def _count_parse(self, name, amount=1):
         self.count(name, amount, C.PARSE)
 
-    def _status(self):
+    def _status(self, in_flight=None):
+        q = self.queues
+        if in_flight is None:
+            in_flight = q.in_flight if q else 0
+        self.count(C.KEYS_IN_FLIGHT, in_flight - self.in_flight_told, C.LIVE)
+        self.in_flight_told = in_flight
         self.report_counts()
         self.last_status = time.monotonic()
-        q = self.queues
         self.set_status('fetching: %d keys left, %d in flight, %d threads' % (
             self.active, q.in_flight, q.threads) if q else 'fetching')
 

@@ -45,14 +45,8 @@ class Report:
     def layer_row(layer, urls_in, steps):
         fetch = steps['fetch']['counters'].get(C.FETCH, {})
         optimize = steps['optimize']['counters'].get(C.OPTIMIZE, {})
-
-        def status_total(status):
-            prefix = C.status(C.FETCH, status)[:-len('_total')]
-            return sum(v for k, v in fetch.items() if k.startswith(prefix))
-
         row = {'layer': layer, 'urls_in': urls_in}
-        for status in R.FETCH_STATUSES:
-            row[status] = status_total(status)
+        row.update(C.status_totals(fetch, C.FETCH, R.FETCH_STATUSES))
         row['errors_by_reason'] = {
             k[len('fetch_'):-len('_total')]: v for k, v in sorted(fetch.items())
             if k.startswith(('fetch_http_error_', 'fetch_network_error_', 'fetch_filtered_',

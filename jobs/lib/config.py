@@ -186,11 +186,19 @@ def _validate(conf):
                           'filter.max_urls_per_host = 0 (a followed URL passes by both caps): '
                           '--set fetch.follow_hops=0 with either cap')
     _validate_protocols(conf['fetch'])
+    _validate_progress(conf['progress'])
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
     _validate_parsers(conf['parse'])
     _check_components(conf)
+
+
+def _validate_progress(progress):
+    if not 0 < progress['seconds'] <= 60 or progress['log_seconds'] <= 0:
+        raise ConfigError('progress: need 0 < seconds <= 60 and log_seconds > 0, got '
+                          'seconds=%r log_seconds=%r' % (progress['seconds'],
+                                                         progress['log_seconds']))
 
 
 def _validate_protocols(fetch):

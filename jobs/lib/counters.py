@@ -62,6 +62,11 @@ FOLLOW_QUEUED = 'follow_queued_total'
 FOLLOWED = 'followed_total'
 FOLLOW_LEFT = 'follow_left_total'
 PLANNED_URLS = 'planned_urls_total'  #: URLs of keys the fetch plan placed on a reducer
+#: Gauges, not totals: a fetch task reports each as the change since its last report
+#: (and back to 0 at its end), so that the sum over a job's running tasks is the value
+#: now (drivers/reports/progress.py). Kept out of the step ledger (merge_steps).
+LIVE = 'live'
+KEYS_IN_FLIGHT = 'keys_in_flight'   #: politeness keys started and not done
 # Deferred URLs are also counted by status and reason: fetch_deferred_time_budget_total,
 # fetch_deferred_host_failures_total, fetch_deferred_robots_503_total...
 
@@ -315,10 +320,24 @@ def merge_steps(step_counters):
     merged = {}
     for step in step_counters:
         for group, names in step.items():
+            if group == LIVE:
+                continue
             into = merged.setdefault(group, {})
             for name, n in names.items():
                 into[name] = into.get(name, 0) + n
     return merged
+
+
+def status_totals(group, job, statuses):
+    """``{status: n}``: each of *statuses* summed over its reasons, from *group* (one
+    group's ``{name: n}``) of *job*'s status counters (:func:`status`)."""
+    prefixes = {s: status(job, s)[:-len('_total')] for s in statuses}
+    totals = dict.fromkeys(statuses, 0)
+    for name, n in group.items():
+        for s, prefix in prefixes.items():
+            if name.startswith(prefix):
+                totals[s] += n
+    return totals
 
 
 def status(job, status_name, reason=None):
