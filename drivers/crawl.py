@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import tempfile
+import time
 
 from drivers.crawler_driver import CrawlerDriver
 from drivers.folder import layout, settings
@@ -37,9 +38,10 @@ from drivers.optimizer_driver import OptimizerDriver
 from drivers.parser_driver import ParserDriver
 from drivers.reports.charts import preload_libraries
 from drivers.reports.html import chart_drawer, write_report_html
-from drivers.reports.summary import Report
+from drivers.reports.progress import FetchProgress, TaskLogCounters, Ticker, Watch, YarnCounters
 from drivers.reports.status import Status
-from drivers.runtime import beside, fs as fslib, hadoop
+from drivers.reports.summary import Report
+from drivers.runtime import beside, fs as fslib, hadoop, hadoop_locate
 from drivers.runtime.hdfs import webhdfs_address
 from drivers.runtime.runners import TASK_ENV_ARGS, local_runner_args
 from drivers.runtime.steps import CrawlError, StepRunner
@@ -56,12 +58,16 @@ class Stopped(Exception):
 
 class Crawl(StepRunner):
     def __init__(self, out, conf, runner='local', depth=3, progress=print, runner_args=(),
-                 settings_changes=()):
+                 settings_changes=(), live=None):
+        """*progress*: told each line of the run's output; *live*: the text stream for a
+        fetch's progress line (drivers/reports/progress.py; None: none)."""
         self.out = out.rstrip('/') if out != '/' else out
         self.conf = conf
         self.runner = runner
         self.depth = depth
         self.progress = progress
+        self.live = live
+        self.fetch_watch = None      # (FetchProgress, Ticker) while a fetch runs
         self.user_args = list(runner_args)
         self.runner_args = list(runner_args)
         if runner == 'hadoop':
@@ -331,6 +337,34 @@ class Crawl(StepRunner):
     def on_step(self, name):
         """Step *name* starts (drivers/runtime/steps.py): OUT/status.json says so."""
         self.status.step(name)
+
+    @contextlib.contextmanager
+    def fetching(self, layer, urls_in):
+        """Around layer *layer*'s fetch step (CrawlerDriver.fetch): its jobs are watched
+        (:meth:`watch`) for the progress line and status.json's figures."""
+        self.fetch_watch = (FetchProgress(layer, urls_in, time.monotonic()),
+                            Ticker(self.live, self.conf['progress']['log_seconds']))
+        try:
+            yield
+        finally:
+            self.fetch_watch = None
+            self.status.fetch(None)
+
+    def watch(self, runner, tag):
+        """A job of the fetch (:meth:`fetching`) is read while it runs: from its tasks'
+        logs, or on YARN from its ApplicationMaster (drivers/reports/progress.py)."""
+        if self.fetch_watch is None:
+            return contextlib.nullcontext()
+        fetch, ticker = self.fetch_watch
+        if tag is None:
+            source = TaskLogCounters(runner._get_local_tmp_dir())   # mrjob's sim runners
+        else:
+            rm_url = hadoop_locate.rm_webapp_url(hadoop_locate.conf_dir_of())
+            if rm_url is None:
+                return contextlib.nullcontext()
+            source = YarnCounters(rm_url, tag, ticker.say)
+        return Watch(source, fetch, ticker, self.status.fetch,
+                     self.conf['progress']['seconds'])
 
     def names_resources(self, layer):
         """Did layer *layer*'s pages name resources the crawl did not know?"""

@@ -88,8 +88,9 @@ class CrawlerDriver:
         fetch_args = fetch_args + c.task_path_args('--robots-dir', c.path(layout.ROBOTS, L))
         if self.conf['media']['store']:
             fetch_args = fetch_args + c.task_path_args('--media-dir', c.path(layout.MEDIA))
-        c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
-                     args + fetch_args + (archive if fused else []), runner)
+        with c.fetching(layer, urls_in):         # its progress line
+            c.layer_step(steps, 'fetch', 'fetch-' + L, MRFetch, inputs, fetched,
+                         args + fetch_args + (archive if fused else []), runner)
         if fused and c.fs.exists(meta) and not self.meta_whole(L):
             # Every fetch task committed its file: meta/L is whole.
             c.fs.write_text(c.fs.join(meta, '_SUCCESS'), '')

@@ -537,6 +537,50 @@ def test_small_layers_of_a_hadoop_crawl_are_fetched_in_the_driver(tmp_path):
     fs.rm(out_uri)
 
 
+def test_a_yarn_fetch_shows_its_progress_from_its_applicationmaster(tmp_path):
+    """A fetch on YARN of some 14 s (12 URLs, each answering after 1 s): the progress line
+    comes from the job's counters while it runs (its ApplicationMaster, through the
+    ResourceManager), with the application's tracking URL once; status.json on HDFS is
+    valid JSON at every reading and follows the fetch."""
+    out_uri = 'hdfs:///mrcrawl-it/progress-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(out_uri)
+    seen, done = [], threading.Event()
+
+    def read_status():
+        while not done.wait(0.3):
+            try:
+                text = fs.read_text(out_uri + '/status.json')
+            except OSError:
+                continue
+            seen.append(json.loads(text))
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(''.join(site.url('/fault/delay?n=1&i=%d' % i) + '\n'
+                                 for i in range(12)))
+        reader = threading.Thread(target=read_status)
+        reader.start()
+        try:
+            stdout = mrcrawl_crawl(seeds, out_uri, 'hadoop', [
+                'hadoop.driver_fetch_max_urls=0', 'warc.enabled=false', 'politeness.delay=0.2',
+                'progress.seconds=1', 'progress.log_seconds=2'])
+        finally:
+            done.set()
+            reader.join()
+    apps = re.findall(r'^  YARN application (application_\d+_\d+): (http://\S+/proxy/\1/)$',
+                      stdout, re.M)
+    assert len(apps) == 1, stdout
+    lines = re.findall(r'^fetch 000: (\d+) of 12 URLs .*, (\d) hosts in flight, 0 errors, '
+                       r'(.+) left$', stdout, re.M)
+    done_urls = [int(n) for n, _, _ in lines]
+    # The URLs done as they are, not at the task's end: several counts between 1 and 11.
+    assert len({n for n in done_urls if 0 < n < 12}) >= 3, stdout
+    assert done_urls == sorted(done_urls) and {k for _, k, _ in lines} <= {'0', '1'}
+    during = [s['fetch'] for s in seen if s.get('fetch')]
+    assert during and max(f['done'] for f in during) >= 6, seen
+    assert json.loads(fs.read_text(out_uri + '/status.json'))['state'] == 'finished'
+    fs.rm(out_uri)
+
+
 def test_following_inside_a_yarn_fetch_task(tmp_path):
     """fetch.follow_hops on YARN: the fetch task (a YARN container) follows the quick
     host's links while the slow host's list runs, as on the local runner: followed

@@ -199,8 +199,11 @@ def run_crawl(args, seeds, out, extra_sets=(), site_dirs=()):
     if run is None:
         return EXIT_USAGE
     progress = (lambda msg: None) if args.quiet else _print
+    # The fetch's progress line goes to this stdout, even when an inline job has
+    # sys.stdout pointed at its output file meanwhile (mrjob's inline runner does).
     crawl = Crawl(out, run.conf, runner=args.runner, depth=args.depth, progress=progress,
-                  settings_changes=[c.as_dict() for c in run.changes])
+                  settings_changes=[c.as_dict() for c in run.changes],
+                  live=None if args.quiet else sys.stdout)
     try:
         report = crawl.run(seeds, args.at)
     except CrawlError as e:

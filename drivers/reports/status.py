@@ -7,7 +7,10 @@ each step starts and each layer ends, and when the run ends::
      "error": str (failed, interrupted), "host", "pid", "started", "updated",
      "ended" (once it ended), "cycle", "depth", "first_layer",
      "layer" (the layer under way), "step" (the step under way, as steps/ names it),
-     "step_started", "layers": [{"layer", "urls_in", "fetched", "errors", "seconds"}]
+     "step_started", "fetch": the layer's fetch while it runs, read from its job's
+     counters every progress.seconds (null otherwise): {"layer", "urls", "done",
+     "fetched", "errors", "keys_in_flight", "pages_per_second_now",
+     "pages_per_second", "eta_seconds"} (drivers/reports/progress.py), "layers": [{"layer", "urls_in", "fetched", "errors", "seconds"}]
      (this run's layers so far), "urls_in", "fetched", "errors" (their sums),
      "pages_per_second" (fetched over the layers' seconds),
      "eta_seconds" (the layers' mean seconds times the layers left to the depth, the
@@ -19,6 +22,7 @@ import json
 import logging
 import os
 import socket
+import threading
 
 from drivers.folder import layout
 from jobs.lib.records import now_iso
@@ -30,12 +34,13 @@ class Status:
     def __init__(self, fs, out):
         self.fs, self.path = fs, fs.join(out, layout.STATUS)
         self.doc = {}
+        self.lock = threading.Lock()
 
     def start(self, cycle, depth, first_layer):
         self.doc = {'state': 'running', 'host': socket.gethostname(), 'pid': os.getpid(),
                     'started': now_iso(), 'cycle': cycle, 'depth': depth,
                     'first_layer': first_layer, 'layer': None, 'step': None,
-                    'step_started': None, 'layers': [], 'urls_in': 0, 'fetched': 0,
+                    'step_started': None, 'fetch': None, 'layers': [], 'urls_in': 0, 'fetched': 0,
                     'errors': 0, 'pages_per_second': None, 'eta_seconds': None}
         self._write()
 
@@ -47,6 +52,12 @@ class Status:
     def step(self, name):
         """Step *name* starts."""
         self.doc.update(step=name, step_started=now_iso())
+        self._write()
+
+    def fetch(self, figures):
+        """The fetch under way has reached *figures* (drivers/reports/progress.py's
+        FetchProgress.figures; None once it ended)."""
+        self.doc['fetch'] = figures
         self._write()
 
     def layer_done(self, row):
@@ -74,6 +85,10 @@ class Status:
         self._write()
 
     def _write(self):
+        with self.lock:      # a fetch's progress thread writes too
+            self._write_now()
+
+    def _write_now(self):
         self.doc['updated'] = now_iso()
         try:
             self.fs.write_text(self.path, json.dumps(self.doc, indent=1, sort_keys=True))

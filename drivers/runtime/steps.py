@@ -5,11 +5,14 @@ and its output installed only once it succeeded, its counters saved in the step 
 
 :class:`StepRunner` is a base of drivers.crawl.Crawl, whose attributes it uses: ``fs``,
 ``conf``, ``out``, ``runner`` and its arguments (``runner_args`` for the crawl's runner,
-``user_args`` for the user's own), ``report``, ``_conf_file``, :meth:`path` and
-:meth:`on_step`, told of each step that starts (the crawl's status.json).
+``user_args`` for the user's own), ``report``, ``_conf_file``, :meth:`path`,
+:meth:`on_step`, told of each step that starts (the crawl's status.json), and
+:meth:`watch`, around each job while it runs (a fetch's progress line).
 """
+import contextlib
 import json
 import time
+import uuid
 
 from drivers.folder import layout
 from drivers.runtime import hadoop
@@ -98,11 +101,21 @@ class StepRunner:
                 break
         return total
 
-    @staticmethod
-    def run_job(job_cls, args):
-        with make_runner(job_cls(args=args)) as runner:
+    def run_job(self, job_cls, args):
+        """Run one job: its counters. A job on YARN is tagged (mapreduce.job.tags) so
+        that :meth:`watch` can find it while it runs."""
+        tag = None
+        if args[args.index('-r') + 1] == 'hadoop':
+            tag = 'mrcrawl-%s' % uuid.uuid4().hex[:16]
+            args = list(args) + ['--jobconf', 'mapreduce.job.tags=' + tag]
+        with make_runner(job_cls(args=args)) as runner, self.watch(runner, tag):
             runner.run()
             return runner.counters()
+
+    def watch(self, runner, tag):
+        """A context around a job that *runner* runs (*tag*: its YARN tag, or None):
+        here, none. Crawl watches a fetch (its progress line)."""
+        return contextlib.nullcontext()
 
     #: Jobs runner_for never runs inline: fetch tasks run side by side (but fetch_inline).
     NEVER_INLINE = ('MRFetch',)
