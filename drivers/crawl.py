@@ -255,6 +255,7 @@ class Crawl(StepRunner):
                 cycle['layers'] = [r for r in cycle['layers'] if r['layer'] != layer] + [row]
                 cycles.save(cycle)
                 self.status.layer_done(row)
+                self.report_so_far(cycles)
                 self.progress(self.report.format_header())     # the row's column names
                 self.progress(self.report.format_row(row))
                 generate = steps.get('generate')
@@ -423,6 +424,16 @@ class Crawl(StepRunner):
             url, user = webhdfs_address()
             return [option, path, '--webhdfs-url', url, '--hdfs-user', user]
         return [option, os.path.abspath(self.fs.local_path(path))]
+
+    def report_so_far(self, cycles):
+        """report.html redrawn after a layer, so that a user can open it while the crawl
+        runs: its layers so far (drivers/reports/html.py, running)."""
+        try:
+            write_report_html(self.out, self.fs, {
+                'layers': layer_rows(cycles.all()), 'runner': self.runner,
+                'depth': self.depth}, self.conf, running=True)
+        except Exception as e:   # a page for the user; the crawl goes on
+            log.warning('html report not written: %s: %s', type(e).__name__, e)
 
     def finish(self, cycles, merge=None, xml=None, stopped=False, index=None, charts=None):
         """report.json (every cycle's layers) and report.html (*charts*: its charts as

@@ -3,6 +3,7 @@ starts, it names the step, its layer and the layers done; at the end it says how
 run ended."""
 import json
 import os
+import re
 
 import pytest
 
@@ -65,3 +66,28 @@ def test_a_failed_run_says_so_with_its_error(site, tmp_path, monkeypatch):
         status = json.load(f)
     assert status['state'] == 'failed' and 'the disk went away' in status['error']
     assert status['step'] is None and status['layer'] == 0
+
+
+def test_report_html_is_redrawn_after_each_layer_while_the_crawl_runs(site, tmp_path,
+                                                                     monkeypatch):
+    """A user can open report.html in the middle of a crawl: as each layer's fetch starts,
+    it shows the layers before it; at the end, the full page."""
+    seen = []
+    real = Crawl.on_step
+
+    def on_step(self, name):
+        real(self, name)
+        if name.startswith('fetch-'):
+            path = os.path.join(self.out, 'report.html')
+            seen.append((int(name[-3:]), open(path).read() if os.path.exists(path) else None))
+    monkeypatch.setattr(Crawl, 'on_step', on_step)
+    out, report = crawl_site(site, tmp_path, test_conf(), depth=2)
+    assert [layer for layer, _ in seen] == [0, 1, 2] and seen[0][1] is None
+    for layer, page in seen[1:]:
+        assert 'the crawl is running: its layers so far' in page
+        table = page.split('<h2>Per layer</h2>')[1].split('</table>')[0]
+        rows = re.findall(r'<tr><td>(\d{3})</td>', table)
+        assert rows == ['%03d' % n for n in range(layer)], (layer, rows)
+    with open(os.path.join(out, 'report.html')) as f:
+        final = f.read()
+    assert 'the crawl is running' not in final and '<img' in final

@@ -173,10 +173,36 @@ def scan_hosts(fs, out, top=TOP_HOSTS):
             'denied': [r for _, _, r in sorted(denied, key=lambda t: (-t[0], t[1]))]}
 
 
-def collect(out, fs, report=None, conf=None):
+def _scans(out, fs, notes):
+    """(index/, hosts/ and robots/'s task records, each scanned; None if absent or
+    unreadable, with a note)."""
+    index = hosts = tasks = None
+    try:
+        index = scan_index(fs, out)
+    except Exception as e:     # a damaged file must not cost the rest of the page
+        notes.append('index/ unreadable: %s: %s' % (type(e).__name__, e))
+    try:
+        hosts = scan_hosts(fs, out)
+    except Exception as e:
+        notes.append('hosts/ unreadable: %s: %s' % (type(e).__name__, e))
+    try:
+        tasks = scan_tasks(fs, out)
+    except Exception as e:
+        notes.append('robots/ unreadable: %s: %s' % (type(e).__name__, e))
+    if index is None:
+        notes.append('no index/ (the crawl has not finished): no duplicate rates, '
+                     'error examples or robots examples')
+    if hosts is None:
+        notes.append('no hosts/: politeness bounds from plan/NNN where present; '
+                     'no slowest hosts')
+    return index, hosts, tasks
+
+
+def collect(out, fs, report=None, conf=None, running=False):
     """Everything the page shows, as plain data (tests read this too). *report* and
     *conf*: the crawl's report.json and conf.json when the caller has them (the driver
-    at the end of a crawl), else read from OUT."""
+    at the end of a crawl), else read from OUT. *running*: drawn while the crawl runs
+    (its layers so far; no index/, hosts/ or robots/ scan: they are the last build's)."""
     notes = []
     if report is None:
         report = _read_json(fs, fs.join(out, layout.REPORT))
@@ -190,26 +216,12 @@ def collect(out, fs, report=None, conf=None):
     else:
         notes.append('no report.json with layers: rows rebuilt from steps/*.json')
         layers = layers_from_steps(out, fs, conf)
-    index = hosts = None
-    try:
-        index = scan_index(fs, out)
-    except Exception as e:     # a damaged file must not cost the rest of the page
-        notes.append('index/ unreadable: %s: %s' % (type(e).__name__, e))
-    try:
-        hosts = scan_hosts(fs, out)
-    except Exception as e:
-        notes.append('hosts/ unreadable: %s: %s' % (type(e).__name__, e))
-    tasks = None
-    try:
-        tasks = scan_tasks(fs, out)
-    except Exception as e:
-        notes.append('robots/ unreadable: %s: %s' % (type(e).__name__, e))
-    if index is None:
-        notes.append('no index/ (the crawl has not finished): no duplicate rates, '
-                     'error examples or robots examples')
-    if hosts is None:
-        notes.append('no hosts/: politeness bounds from plan/NNN where present; '
-                     'no slowest hosts')
+    if running:
+        notes.append('the crawl is running: its layers so far, redrawn after each '
+                     'layer; duplicates, hosts, examples and charts come at its end')
+        index = hosts = tasks = None
+    else:
+        index, hosts, tasks = _scans(out, fs, notes)
     rows = []
     for row in layers:
         layer = row.get('layer', 0)
@@ -379,18 +391,19 @@ def render(data, pngs):
             '</body></html>\n' % (e(data['out']), CSS, '\n'.join(body)))
 
 
-def build(out, fs, report=None, conf=None, pngs=None):
+def build(out, fs, report=None, conf=None, pngs=None, running=False):
     """(HTML text, {chart name: PNG bytes}) for the crawl in *out* (see collect);
     *pngs*: the charts when already drawn (beside the merge: chart_drawer)."""
-    data = collect(out, fs, report, conf)
+    data = collect(out, fs, report, conf, running)
     if pngs is None:
         pngs = charts(data)
     return render(data, pngs), pngs
 
 
-def write_report_html(out_dir, fs, report=None, conf=None, pngs=None):
-    """Write OUT/report.html; returns its path."""
-    text, _ = build(out_dir, fs, report, conf, pngs)
+def write_report_html(out_dir, fs, report=None, conf=None, pngs=None, running=False):
+    """Write OUT/report.html (*running*: while the crawl runs, without charts); returns
+    its path."""
+    text, _ = build(out_dir, fs, report, conf, {} if running else pngs, running)
     path = fs.join(out_dir, layout.REPORT_HTML)
     fs.write_text(path, text)
     return path
