@@ -27,7 +27,7 @@ TEST_STAMP := $(VENV)/.installed-test
 TEST_CLUSTER_ENV = $(if $(filter-out test,$(CLUSTER)),$(error CLUSTER=$(CLUSTER): only CLUSTER=test is known; leave it unset for your own Hadoop))$(if $(filter test,$(CLUSTER)),. hadoop/env.sh && ,)
 
 .DEFAULT_GOAL := help
-.PHONY: help venv crawl recrawl demo test test-fast system-deps bench-parse fuzz hadoop-up hadoop-down clean
+.PHONY: help venv crawl recrawl demo demo-search test test-fast system-deps bench-parse fuzz hadoop-up hadoop-down solr-up solr-down clean
 
 help:  ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -53,9 +53,11 @@ recrawl: $(STAMP)  ## The next cycle of OUT without seeds: due pages, new links;
 demo: $(STAMP)  ## Serve the fixture website on 127.0.0.1 and crawl it (DEPTH, default 3)
 	$(TEST_CLUSTER_ENV)$(BIN)/mrcrawl demo --depth $(DEPTH) -r $(RUNNER) $(ARGS)
 
-test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 worker nodes), runs pytest, stops it
+test: $(TEST_STAMP) system-deps  ## Run every test: starts the test Hadoop (2 worker nodes) and Solr, runs pytest, stops them
 	bash hadoop/up.sh || { rc=$$?; bash hadoop/down.sh; exit $$rc; }
-	. hadoop/env.sh && $(BIN)/python -m pytest tests; rc=$$?; bash hadoop/down.sh; exit $$rc
+	bash solr/up.sh || { rc=$$?; bash solr/down.sh; bash hadoop/down.sh; exit $$rc; }
+	. hadoop/env.sh && . solr/env.sh && $(BIN)/python -m pytest tests; rc=$$?; \
+		bash solr/down.sh; bash hadoop/down.sh; exit $$rc
 
 # Debian packages of the programs the media previews (ffmpeg) and page rendering
 # (chromium) run, and those the protocol tests run against: openssl (it makes the TLS
@@ -87,6 +89,18 @@ hadoop-up:  ## Assemble (once, with Maven) and start a Hadoop on loopback (2 wor
 
 hadoop-down:  ## Stop the test Hadoop
 	bash hadoop/down.sh
+
+demo-search: $(STAMP)  ## Index the demo's crawl into the test Solr and search it (Q=words, default: rivers)
+	bash solr/up.sh
+	. solr/env.sh && $(BIN)/mrcrawl index demo-crawl --solr "$$MRCRAWL_SOLR_URL" && \
+		curl -sG "$$MRCRAWL_SOLR_URL/select" --data-urlencode "q=$(or $(Q),rivers)" \
+			--data-urlencode "fl=id,title,score" --data-urlencode "rows=5"
+
+solr-up:  ## Assemble (once, with Maven) and start a Solr 9 on loopback with the mrcrawl core
+	bash solr/up.sh
+
+solr-down:  ## Stop the test Solr
+	bash solr/down.sh
 
 clean:  ## Remove the virtual environment and local crawl outputs
 	rm -rf $(VENV) crawl demo-crawl

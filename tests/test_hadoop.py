@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 import uuid
 import xml.etree.ElementTree as ET
@@ -578,6 +579,35 @@ def test_a_yarn_fetch_shows_its_progress_from_its_applicationmaster(tmp_path):
     during = [s['fetch'] for s in seen if s.get('fetch')]
     assert during and max(f['done'] for f in during) >= 6, seen
     assert json.loads(fs.read_text(out_uri + '/status.json'))['state'] == 'finished'
+    fs.rm(out_uri)
+
+
+def test_a_crawl_on_hdfs_is_indexed_into_solr_by_yarn_tasks(tmp_path):
+    """mrcrawl index -r hadoop: the posting job runs on YARN (hadoop.local_max_bytes = 0
+    keeps it off the driver), its tasks post the crawl's merged pages to the test Solr
+    (make test starts it), one document per merged record; OUT/solr.json on HDFS."""
+    solr_url = os.environ.get('MRCRAWL_SOLR_URL', 'http://127.0.0.1:8983/solr/mrcrawl')
+    out_uri = 'hdfs:///mrcrawl-it/solr-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(out_uri)
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        mrcrawl_crawl(seeds, out_uri, 'hadoop', ['hadoop.driver_fetch_max_urls=1000',
+                                                 'warc.enabled=false'])
+    started_ms = int(time.time() * 1000) - 1000
+    res = subprocess.run([sys.executable, '-m', 'drivers.cli', 'index', out_uri, '--solr',
+                          solr_url, '-r', 'hadoop', '--set', 'hadoop.local_max_bytes=0'],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    merged = hdfs_records(fs, out_uri + '/merged')
+    crawl = '"%s"' % out_uri
+    with urllib.request.urlopen('%s/select?q=*:*&rows=1000&wt=json&fq=%s' % (
+            solr_url, urllib.parse.quote('crawl:' + crawl)), timeout=30) as r:
+        docs = json.load(r)['response']['docs']
+    assert sorted(d['id'] for d in docs) == sorted(r['url'] for r in merged) and docs
+    assert json.loads(fs.read_text(out_uri + '/solr.json'))[solr_url]['base'] == '001'
+    time.sleep(3)        # the history server picks finished jobs up every second
+    assert any('MRSolrIndex' in j['name'] for j in history_jobs(started_ms))
     fs.rm(out_uri)
 
 

@@ -11,6 +11,7 @@ The rooms, bottom to top (docs/data-flow.md, "Where the code lives"):
     drivers.folder    the crawl folder: its settings and cycles
     drivers.later     later builds and the Parquet index
     drivers.reports   counters, summary, report.json and report.html
+    drivers.export    the crawl's pages into other systems (Solr)
     drivers           the crawl loop and the design's five drivers
     drivers.cli       the mrcrawl command
 
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.unit
 #: drivers/folder/layout.py, the names under a crawl folder, imports nothing and is a
 #: room of its own below the others: each room of drivers/ joins its names to OUT.
 ROOMS = ['jobs.lib', 'jobs', 'drivers.folder.layout', 'drivers.fixtures', 'drivers.runtime',
-         'drivers.folder', 'drivers.later', 'drivers.reports', 'drivers', 'drivers.cli']
+         'drivers.folder', 'drivers.later', 'drivers.reports', 'drivers.export', 'drivers',
+         'drivers.cli']
 
 
 def modules():

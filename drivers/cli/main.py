@@ -8,6 +8,7 @@
     mrcrawl extract --site CONF [--url URL] [--links] URL-or-FILE
     mrcrawl db stats OUT | mrcrawl db get OUT URL...
     mrcrawl report OUT [--output FILE] [--png-dir DIR]
+    mrcrawl index OUT --solr URL [-r ...] [--set solr.KEY=VALUE ...]
 
 Errors the user can act on (missing seeds file, unwritable output folder, a folder
 that is not a crawl, bad configuration, a failed step) print one line and exit with
@@ -116,6 +117,7 @@ def build_parser():
                    help='Write OUT/report.html (tables and charts): mrcrawl report OUT '
                         '[--output FILE] [--png-dir DIR]')
     _add_db(sub)
+    _add_index(sub)
     return parser
 
 
@@ -154,6 +156,25 @@ def _add_db(sub):
     for p in (st, gt):
         p.add_argument('-r', '--runner', choices=('inline', 'local', 'hadoop'),
                        default='inline', help='mrjob runner. Default: %(default)s')
+
+
+def _add_index(sub):
+    index = sub.add_parser(
+        'index', help='Index the crawl\'s pages into Solr: its base, then each delta.',
+        description='Post the crawl\'s pages to a Solr core or collection (the schema of '
+                    'conf/solr/mrcrawl): the base build, then each delta in order '
+                    '(adds, changes, deletions). OUT/solr.json records what the Solr '
+                    'holds, so a rerun posts only what is new, and a run stopped half-way '
+                    'can be run again.')
+    index.add_argument('out', metavar='OUT', help='The crawl output folder.')
+    index.add_argument('--solr', metavar='URL', required=True,
+                       help='The core or collection, e.g. http://127.0.0.1:8983/solr/mrcrawl '
+                            '(a password as ${NAME}: http://user:${SOLR_PASSWORD}@host/...).')
+    index.add_argument('-r', '--runner', choices=('inline', 'local', 'hadoop'),
+                       default='local', help='mrjob runner. Default: %(default)s')
+    index.add_argument('--set', metavar='SECTION.KEY=VALUE', action='append', default=[],
+                       help='Override a setting ([solr] ...) for this run; repeatable.')
+    index.add_argument('-q', '--quiet', action='store_true', help='Print only the result.')
 
 
 def _print(msg):
@@ -275,6 +296,34 @@ def run_demo(args):
             os.remove(seeds)
 
 
+def run_index(args):
+    # lazy: the crawler is imported by the commands that run it (docstring)
+    from drivers.export.solr import SolrIndexer, check_url
+    from drivers.folder import settings
+    from drivers.runtime import fs as fslib
+    from drivers.runtime.steps import CrawlError
+    problem = check_url(args.solr)
+    fs = fslib.for_path(args.out)
+    if problem is None and not settings.is_crawl(fs, args.out):
+        problem = '%s is not a crawl folder' % args.out
+    if problem is None:
+        try:
+            saved = json.loads(fs.read_text(fs.join(args.out, layout.SETTINGS)))
+            conf = config.load(base=config.carried(saved)[0], overrides=args.set)
+            conf['sites'] = saved.get('sites')     # the crawl's sites: its fields' types
+            indexer = SolrIndexer(args.out, conf, args.solr, args.runner,
+                                  (lambda msg: None) if args.quiet else _print)
+            result = indexer.run()
+        except (config.ConfigError, CrawlError) as e:
+            problem = str(e)
+    if problem is not None:
+        print('mrcrawl: %s' % problem, file=sys.stderr)
+        return EXIT_USAGE
+    if args.quiet:
+        print('%d document(s)' % result['documents'])
+    return 0
+
+
 def run_db(args):
     # lazy: the crawler is imported by the commands that run it (docstring)
     from drivers.cli import db
@@ -353,5 +402,6 @@ def run():
 
 
 COMMANDS = {'crawl': lambda args: run_crawl(args, args.seeds, args.out, site_dirs=args.sites),
-            'demo': run_demo, 'recrawl': run_recrawl, 'reparse': run_reparse, 'db': run_db}
+            'demo': run_demo, 'recrawl': run_recrawl, 'reparse': run_reparse, 'db': run_db,
+            'index': run_index}
 

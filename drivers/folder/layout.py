@@ -22,6 +22,7 @@ REPORT = 'report.json'
 REPORT_HTML = 'report.html'
 OUTPUTS = 'outputs.json'     # the build the outputs describe: base and deltas
 STATUS = 'status.json'       # where a run is, while it runs (drivers/reports/status.py)
+SOLR = 'solr.json'           # the builds each Solr holds (drivers/export/solr.py)
 #: Files a user or a run may leave in a folder that is not (yet) a crawl's.
 CONTROL_FILES = frozenset((STOP, LOCK))
 

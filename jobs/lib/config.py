@@ -187,6 +187,7 @@ def _validate(conf):
                           '--set fetch.follow_hops=0 with either cap')
     _validate_protocols(conf['fetch'])
     _validate_progress(conf['progress'])
+    _validate_solr(conf['solr'])
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
@@ -199,6 +200,13 @@ def _validate_progress(progress):
         raise ConfigError('progress: need 0 < seconds <= 60 and log_seconds > 0, got '
                           'seconds=%r log_seconds=%r' % (progress['seconds'],
                                                          progress['log_seconds']))
+
+
+def _validate_solr(solr):
+    if solr['batch_docs'] < 1 or solr['max_retries'] < 0 or solr['retry_backoff'] < 0 \
+            or solr['max_batches_per_second'] <= 0 or solr['timeout'] <= 0:
+        raise ConfigError('solr: need batch_docs >= 1, max_retries >= 0, retry_backoff '
+                          '>= 0, max_batches_per_second > 0 and timeout > 0')
 
 
 def _validate_protocols(fetch):

@@ -70,6 +70,14 @@ KEYS_IN_FLIGHT = 'keys_in_flight'   #: politeness keys started and not done
 # Deferred URLs are also counted by status and reason: fetch_deferred_time_budget_total,
 # fetch_deferred_host_failures_total, fetch_deferred_robots_503_total...
 
+# solr (jobs/solr_index.py: mrcrawl index)
+SOLR = 'solr'
+SOLR_ADDED = 'documents_added_total'      #: documents Solr took (added or replaced)
+SOLR_DELETED = 'documents_deleted_total'  #: ids deleted (a delta's deletions)
+SOLR_REFUSED = 'documents_refused_total'  #: documents Solr refused (400; each in the log)
+SOLR_BATCHES = 'batches_posted_total'     #: requests Solr answered 200
+# Requests sent again, by why: retries_http_503_total, retries_network_connectionerror_total...
+
 # render (jobs.lib.render: pages of sites with render = true, in the fetch task)
 RENDER = 'render'
 PAGES_RENDERED = 'pages_rendered_total'    #: pages parsed from their rendered DOM

@@ -1,0 +1,1 @@
+"""Handing a crawl's pages to other systems: a search index (Solr)."""
