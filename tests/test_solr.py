@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -149,6 +150,13 @@ def test_a_crawl_and_its_next_cycle_are_indexed_base_then_delta(shop, tmp_path):
     assert state[SOLR]['base'] == '001' and state[SOLR]['deltas'] == ['002']
     # Nothing new: nothing posted.
     assert index(out, quiet=True).strip() == '4 document(s)'
+    # Not while a crawl holds the folder (it would replace the outputs under the job).
+    with open(os.path.join(out, 'lock.json'), 'w') as f:
+        json.dump({'host': socket.gethostname(), 'pid': os.getpid(), 'started': 'now'}, f)
+    res = subprocess.run([sys.executable, '-m', 'drivers.cli', 'index', out, '--solr', SOLR],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 2 and 'in use by another mrcrawl run' in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
 
 
 def test_an_index_run_killed_half_way_and_rerun_gives_a_clean_runs_index(site, tmp_path):

@@ -24,7 +24,7 @@ import time
 import urllib.parse
 
 from drivers.folder import layout
-from drivers.folder.cycles import Cycles
+from drivers.folder.cycles import Cycles, LockHeld
 from drivers.runtime import fs as fslib, hadoop
 from drivers.runtime.runners import TASK_ENV_ARGS, local_runner_args
 from drivers.runtime.steps import CrawlError, StepRunner
@@ -51,10 +51,24 @@ class SolrIndexer(StepRunner):
         """(steps.py's hook: an index run has no status.json)"""
 
     def run(self):
-        """Bring the Solr up to the crawl's outputs: {'builds': [names posted],
-        'documents': the crawl's documents in Solr now, 'counters': {...}}."""
+        """Bring the Solr up to the crawl's outputs, holding the crawl's lock (a crawl
+        running meanwhile would replace the outputs under the job): {'builds': [names
+        posted], 'documents': the crawl's documents in Solr now, 'counters': {...}}."""
+        cycles = Cycles(self.fs, self.out)
+        try:
+            stale = cycles.lock()
+        except LockHeld as e:
+            raise CrawlError(str(e))
+        if stale:
+            self.progress(stale)
+        try:
+            return self._run(cycles)
+        finally:
+            cycles.unlock()
+
+    def _run(self, cycles):
         outputs = self._read(layout.OUTPUTS)
-        self.started = (Cycles(self.fs, self.out).all() or [{}])[0].get('at')
+        self.started = (cycles.all() or [{}])[0].get('at')
         if not outputs or not outputs.get('base'):
             raise CrawlError('%s holds no finished build to index (run the crawl first)'
                              % self.out)
