@@ -9,7 +9,7 @@ BENCH_SRC    ?= worktree
 BENCH_POINTS ?= polite cpu1x cpu4x cpu10x
 BENCH_TIMEOUT ?= 5400
 
-.PHONY: bench-wide bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch bench-inline-vs-local bench-same-outputs bench-http2
+.PHONY: bench-wide bench bench-quick bench-overhead bench-summary bench-deps bench-main-text bench-media bench-render bench-refresh bench-refresh-nutch bench-inline-vs-local bench-same-outputs bench-http2 bench-solr
 
 $(BENCH_STAMP):
 	test -x $(BENCH_PY) || python3.11 -m venv bench/.venv-scrapy
@@ -29,6 +29,9 @@ bench-quick: bench-deps  ## Smallest benchmark point only (politeness-bound, a f
 
 bench-same-outputs: $(STAMP)  ## One fixture crawl, refresh and deepen by BEFORE (a commit) and this tree, compared
 	$(BIN)/python bench/same_outputs.py --before $(or $(BEFORE),HEAD~1)
+
+bench-solr: $(STAMP)  ## mrcrawl index of a finished crawl (CRAWL=, default the cpu1x one) vs one client posting to Solr
+	$(BIN)/python bench/solr_index.py $(if $(CRAWL),--crawl $(CRAWL),)
 
 bench-http2: $(TEST_STAMP)  ## Does HTTP/2 pay for one request at a time on one connection? curl vs nginx, loopback and 20 ms
 	$(BIN)/python bench/http2.py --requests 200 --rounds 5
