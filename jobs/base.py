@@ -114,8 +114,9 @@ class CrawlJob(MRJob):
                               '(drivers/runtime/hadoop.py run_cut). Default: every step.')
         self.add_passthru_arg('--reducers', type=int, default=0,
                               help='Hadoop: reduce tasks of the steps whose reducers see '
-                              'every page or URL (the driver gives hadoop.reducers to a '
-                              'job too big for uber mode). Default: 0 (the cluster\'s).')
+                              'every page or URL (the driver sizes them for a job too '
+                              'big for uber mode: StepRunner.reduce_args). Default: 0 '
+                              '(Hadoop\'s).')
 
     def wide_reduce(self):
         """The jobconf of a step whose reducers see every page or URL of the crawl:

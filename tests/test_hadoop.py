@@ -611,6 +611,37 @@ def test_a_crawl_on_hdfs_is_indexed_into_solr_by_yarn_tasks(tmp_path):
     fs.rm(out_uri)
 
 
+def test_wide_steps_get_reducers_from_their_input_and_the_clusters_vcores(tmp_path):
+    """hadoop.reducers = 0 (the default): a job too big for uber mode gives its steps
+    that see every page one reducer per hadoop.reduce_bytes of input (2,000 bytes here,
+    so that a small crawl has several), at most the cluster's vcores; a small job keeps
+    one. The crawl (its jobs over 20,000 bytes of input on YARN, hadoop.local_max_bytes)
+    writes the same XML as the local runner's."""
+    out_uri = 'hdfs:///mrcrawl-it/reducers-%s' % uuid.uuid4().hex[:8]
+    fs = WebHDFS.from_uri(out_uri)
+    with FixtureSite() as site:
+        seeds = tmp_path / 'seeds.txt'
+        seeds.write_text(site.url('/') + '\n')
+        local_out = str(tmp_path / 'local')
+        mrcrawl_crawl(seeds, local_out, 'local', ['warc.enabled=false'])
+        started_ms = int(time.time() * 1000) - 1000
+        mrcrawl_crawl(seeds, out_uri, 'hadoop', [
+            'warc.enabled=false', 'hadoop.driver_fetch_max_urls=1000',
+            'hadoop.uber_max_bytes=1', 'hadoop.local_max_bytes=20000',
+            'hadoop.reduce_bytes=2000'])
+    time.sleep(3)        # the history server picks finished jobs up every second
+    from drivers.runtime import hadoop
+    vcores = hadoop.cluster_vcores()        # 16: two NodeManagers of 8 (hadoop/up.sh)
+    reduces = collections.defaultdict(list)
+    for j in history_jobs(started_ms):
+        reduces[j['name'].split()[1]].append(j['reducesTotal'])
+    wide = reduces['MROptimize'] + reduces['MRMergeJoin'] + reduces['MRIndexRows']
+    assert max(wide) > 1 and max(wide) <= vcores, dict(reduces)
+    assert max(reduces['MRMergeJoin']) == min(vcores, max(wide)), dict(reduces)
+    same_xml(hdfs_xml(fs, out_uri + '/xml'), read_xml(os.path.join(local_out, 'xml')))
+    fs.rm(out_uri)
+
+
 def test_following_inside_a_yarn_fetch_task(tmp_path):
     """fetch.follow_hops on YARN: the fetch task (a YARN container) follows the quick
     host's links while the slow host's list runs, as on the local runner: followed

@@ -187,9 +187,10 @@ def test_jobs_set_their_hadoop_settings(tmp_path):
 
 
 def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_path):
-    """hadoop.reducers reaches the steps whose reducers see every page (as the
-    driver's --reducers), only for a YARN job whose input is over uber_max_bytes, and
-    never a map-only step (Hadoop would add an identity reduce to it)."""
+    """The steps whose reducers see every page get the driver's --reducers
+    (hadoop.reducers, or sized from the job's input and the cluster's vcores) only for a
+    YARN job whose input is over uber_max_bytes, and never a map-only step (Hadoop
+    would add an identity reduce to it)."""
     from drivers.crawl import Crawl
     from jobs.anchors import MRAnchors
     from jobs.html_to_xml import MRHtmlToXml
@@ -205,6 +206,16 @@ def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_pat
     assert crawl.reduce_args('hadoop', [str(small), str(big)]) == ['--reducers', '3']
     assert crawl.reduce_args('local', [str(big)]) == []
     path = conf_file(tmp_path)
+    # 0 (the default): one per reduce_bytes of input, at most the cluster's vcores.
+    auto = Crawl(str(tmp_path / 'crawl2'), config.load(overrides=TEST_SETTINGS + [
+        'hadoop.reduce_bytes=400', 'hadoop.uber_max_bytes=1000']), runner='local',
+        progress=lambda m: None)
+    auto._vcores = 8                            # as the ResourceManager would say
+    assert auto.reduce_args('hadoop', [str(small)]) == []
+    assert auto.reduce_args('hadoop', [str(big)]) == ['--reducers', '3']   # 1001 / 400
+    assert auto.reduce_args('hadoop', [str(big)] * 4) == ['--reducers', '8']
+    auto._vcores = 2
+    assert auto.reduce_args('hadoop', [str(big)]) == ['--reducers', '2']
     for job, wide in ((MRMergeJoin, [True]), (MRMerge, [True] + [False] * 6),
                       (MRAnchors, [True, True]), (MRHtmlToXml, [False])):
         steps = job(['--crawl-conf', path, '--reducers', '3']).steps()

@@ -11,6 +11,7 @@ and its output installed only once it succeeded, its counters saved in the step 
 """
 import contextlib
 import json
+import os
 import time
 import uuid
 
@@ -84,13 +85,26 @@ class StepRunner:
                     runner_name, inputs) + list(extra_args) + list(inputs)
 
     def reduce_args(self, runner_name, inputs):
-        """``--reducers`` (hadoop.reducers) for a YARN job too big for uber mode: its
-        steps whose reducers see every page use that many (CrawlJob.wide_reduce)."""
+        """``--reducers`` for a YARN job too big for uber mode: its steps whose reducers
+        see every page use that many (CrawlJob.wide_reduce). hadoop.reducers if set,
+        else one per hadoop.reduce_bytes of the job's input, at most the cluster's
+        vcores (as Hive and Pig size their reducers by bytes)."""
         h = self.conf['hadoop']
         if runner_name != 'hadoop' or \
                 self.input_bytes(inputs, h['uber_max_bytes']) <= h['uber_max_bytes']:
             return []
-        return ['--reducers', str(h['reducers'])]
+        if h['reducers']:
+            return ['--reducers', str(h['reducers'])]
+        most = self.cluster_vcores()
+        size = self.input_bytes(inputs, most * h['reduce_bytes'])
+        return ['--reducers', str(max(1, min(most, -(-size // h['reduce_bytes']))))]
+
+    def cluster_vcores(self):
+        """The YARN cluster's vcores, asked once a run (this machine's cores if YARN
+        does not say)."""
+        if getattr(self, '_vcores', None) is None:
+            self._vcores = hadoop.cluster_vcores() or os.cpu_count() or 1
+        return self._vcores
 
     def input_bytes(self, inputs, limit):
         """The inputs' total size, counted only until it passes *limit*."""

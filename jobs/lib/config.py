@@ -135,7 +135,7 @@ def _validate(conf):
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
     for section, key in (('fetch', 'threads'), ('fetch', 'keys_memory_mb'), ('fetch', 'max_body_bytes'), ('filter', 'max_url_length'),
-                         ('hadoop', 'reducers'), ('media', 'max_bytes'),
+                         ('hadoop', 'reduce_bytes'), ('media', 'max_bytes'),
                          ('media', 'preview_size'), ('media', 'max_pixels'),
                          ('media', 'preview_seconds'), ('media', 'preview_memory_mb')):
         if conf[section][key] < 1:
@@ -146,7 +146,8 @@ def _validate(conf):
                          ('fetch', 'max_retry_after'), ('fetch', 'dns_cache_seconds'),
                          ('fetch', 'expected_latency'), ('fetch', 'plan_min_share'),
                          ('runner', 'uber_max_bytes'), ('runner', 'inline_fetch_max_urls'),
-                         ('hadoop', 'split_max_bytes'), ('hadoop', 'driver_fetch_max_urls')):
+                         ('hadoop', 'reducers'), ('hadoop', 'split_max_bytes'),
+                         ('hadoop', 'driver_fetch_max_urls')):
         if conf[section][key] < 0:
             raise ConfigError('%s.%s must be >= 0, got %r' % (section, key,
                                                              conf[section][key]))
@@ -186,8 +187,7 @@ def _validate(conf):
                           'filter.max_urls_per_host = 0 (a followed URL passes by both caps): '
                           '--set fetch.follow_hops=0 with either cap')
     _validate_protocols(conf['fetch'])
-    _validate_progress(conf['progress'])
-    _validate_solr(conf['solr'])
+    _validate_progress_and_solr(conf['progress'], conf['solr'])
     if not conf['politeness']['user_agent'].strip():
         raise ConfigError('politeness.user_agent must not be empty')
     _validate_parse_settings(conf)
@@ -195,14 +195,12 @@ def _validate(conf):
     _check_components(conf)
 
 
-def _validate_progress(progress):
+def _validate_progress_and_solr(progress, solr):
+    """[progress] and [solr]: what a crawl shows while it runs and hands on."""
     if not 0 < progress['seconds'] <= 60 or progress['log_seconds'] <= 0:
         raise ConfigError('progress: need 0 < seconds <= 60 and log_seconds > 0, got '
                           'seconds=%r log_seconds=%r' % (progress['seconds'],
                                                          progress['log_seconds']))
-
-
-def _validate_solr(solr):
     if solr['batch_docs'] < 1 or solr['max_retries'] < 0 or solr['retry_backoff'] < 0 \
             or solr['max_batches_per_second'] <= 0 or solr['timeout'] <= 0:
         raise ConfigError('solr: need batch_docs >= 1, max_retries >= 0, retry_backoff '
