@@ -111,10 +111,14 @@ class MRGenerate(CrawlJob):
         top_n = self.conf['generate']['top_n']
         sums = {'reducer_init': self.reducer_init_plan,
                 'reducer_final': self.reducer_final_plan} if self.options.plan_dir else {}
+        # Keyed by host (a limited site's pages by its site) and by URL: the frontier
+        # spreads over as many reducers as the driver gives (--reducers).
         select = MRStep(mapper=self.mapper_select_rec if self.options.inject
                         else self.mapper_select, mapper_final=self.mapper_final_use,
-                        reducer=self.reducer_cap_host, **({} if top_n else sums))
-        steps = [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_inject), select] \
+                        reducer=self.reducer_cap_host, jobconf=self.wide_reduce(),
+                        **({} if top_n else sums))
+        steps = [MRStep(mapper=self.mapper_by_url, reducer=self.reducer_inject,
+                        jobconf=self.wide_reduce()), select] \
             if self.options.inject else [select]
         if top_n:
             steps.append(MRStep(reducer=self.reducer_top_n,

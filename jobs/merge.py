@@ -91,12 +91,15 @@ class MRMerge(CrawlJob):
         return [MRStep(mapper_init=self.mapper_init_keys, mapper=self.mapper_by_final_url,
                        mapper_final=self.mapper_final_keys,
                        reducer=self.reducer_route_resources, jobconf=self.wide_reduce()),
-                MRStep(reducer=self.reducer_latest),
-                MRStep(reducer=self.reducer_fold_exact),
-                MRStep(mapper=self.mapper_bands, reducer=self.reducer_candidates),
-                MRStep(reducer=self.reducer_leaders),
-                MRStep(reducer=self.reducer_choose_group),
-                MRStep(reducer=self.reducer_collect)]
+                # Each a shuffle of one summary per page, keyed (final URL, digest,
+                # band, leader...): as many reducers as the first.
+                MRStep(reducer=self.reducer_latest, jobconf=self.wide_reduce()),
+                MRStep(reducer=self.reducer_fold_exact, jobconf=self.wide_reduce()),
+                MRStep(mapper=self.mapper_bands, reducer=self.reducer_candidates,
+                       jobconf=self.wide_reduce()),
+                MRStep(reducer=self.reducer_leaders, jobconf=self.wide_reduce()),
+                MRStep(reducer=self.reducer_choose_group, jobconf=self.wide_reduce()),
+                MRStep(reducer=self.reducer_collect, jobconf=self.wide_reduce())]
 
     @property
     def settings(self):

@@ -193,6 +193,7 @@ def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_pat
     would add an identity reduce to it)."""
     from drivers.crawl import Crawl
     from jobs.anchors import MRAnchors
+    from jobs.generate import MRGenerate
     from jobs.html_to_xml import MRHtmlToXml
     from jobs.merge import MRMerge
     from jobs.merge_join import MRMergeJoin
@@ -216,14 +217,15 @@ def test_steps_over_every_page_get_hadoop_reducers_when_too_big_for_uber(tmp_pat
     assert auto.reduce_args('hadoop', [str(big)] * 4) == ['--reducers', '8']
     auto._vcores = 2
     assert auto.reduce_args('hadoop', [str(big)]) == ['--reducers', '2']
-    for job, wide in ((MRMergeJoin, [True]), (MRMerge, [True] + [False] * 6),
-                      (MRAnchors, [True, True]), (MRHtmlToXml, [False])):
-        steps = job(['--crawl-conf', path, '--reducers', '3']).steps()
+    for job, extra, wide in ((MRMergeJoin, [], [True]), (MRMerge, [], [True] * 7),
+                             (MRGenerate, [], [True]), (MRGenerate, ['--inject'], [True] * 2),
+                             (MRAnchors, [], [True, True]), (MRHtmlToXml, [], [False])):
+        steps = job(['--crawl-conf', path, '--reducers', '3'] + extra).steps()
         assert [s.description(i).get('jobconf', {}).get('mapreduce.job.reduces') == 3
                 for i, s in enumerate(steps)] == wide
         assert all('jobconf' not in s.description(i) or 'mapreduce.job.reduces' not in
                    s.description(i)['jobconf']
-                   for i, s in enumerate(job(['--crawl-conf', path]).steps()))
+                   for i, s in enumerate(job(['--crawl-conf', path] + extra).steps()))
 
 
 def test_a_failed_step_is_run_again_without_uber_mode_only_if_it_ran_uber():
