@@ -149,7 +149,9 @@ class Watch:
 
     def __exit__(self, *exc):
         self.stopped.set()
-        self.thread.join()
+        # A reading under way (YARN answering slowly) must not hold up the job's end or
+        # an interrupt: the thread is a daemon, and its last reading is dropped.
+        self.thread.join(timeout=1.0)
         self.ticker.clear()
 
     def _run(self):
