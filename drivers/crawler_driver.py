@@ -143,7 +143,7 @@ class CrawlerDriver:
         """Cores the fetch tasks run on: the YARN cluster's vcores (asked once a run),
         else this machine's."""
         if self._cores is None:
-            vcores = hadoop.cluster_vcores() if self.crawl.runner == 'hadoop' else None
+            vcores = self.crawl.yarn_vcores() if self.crawl.runner == 'hadoop' else None
             if self.crawl.runner == 'hadoop' and vcores is None:
                 self.crawl.progress('YARN did not tell its vcores: fetch lists sized '
                                     'by this machine\'s cores')

@@ -124,7 +124,8 @@ def _lists(runner, *settings, cores=None, vcores=None, monkeypatch=None):
     from drivers.crawler_driver import CrawlerDriver
     lines = []
     conf = config.load(overrides=TEST_SETTINGS + ['politeness.delay=0'] + list(settings))
-    crawl = types.SimpleNamespace(conf=conf, runner=runner, progress=lines.append)
+    crawl = types.SimpleNamespace(conf=conf, runner=runner, progress=lines.append,
+                                  yarn_vcores=lambda: hadoop.cluster_vcores())
     if monkeypatch is not None:
         monkeypatch.setattr(hadoop, 'cluster_vcores', lambda: vcores)
     driver = CrawlerDriver(crawl)

@@ -95,15 +95,15 @@ class StepRunner:
             return []
         if h['reducers']:
             return ['--reducers', str(h['reducers'])]
-        most = self.cluster_vcores()
+        most = self.yarn_vcores() or os.cpu_count() or 1
         size = self.input_bytes(inputs, most * h['reduce_bytes'])
         return ['--reducers', str(max(1, min(most, -(-size // h['reduce_bytes']))))]
 
-    def cluster_vcores(self):
-        """The YARN cluster's vcores, asked once a run (this machine's cores if YARN
-        does not say)."""
-        if getattr(self, '_vcores', None) is None:
-            self._vcores = hadoop.cluster_vcores() or os.cpu_count() or 1
+    def yarn_vcores(self):
+        """The YARN cluster's vcores, asked of the ResourceManager once a run (None if
+        it does not say): the wide steps' reducers and the fetch lists are sized by it."""
+        if '_vcores' not in self.__dict__:
+            self._vcores = hadoop.cluster_vcores()
         return self._vcores
 
     def input_bytes(self, inputs, limit):
