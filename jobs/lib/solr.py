@@ -91,7 +91,8 @@ class Poster:
     told of each refused document."""
 
     def __init__(self, url, conf, count, warn):
-        self.update_url = secretref.expand(url).rstrip('/') + '/update'
+        self.base = secretref.expand(url).rstrip('/')
+        self.update_url = self.base + '/update'
         self.conf, self.count, self.warn = conf, count, warn
         self.session = requests.Session()
         self.session.trust_env = False       # the index, never a proxy of the user's
@@ -153,7 +154,7 @@ class Poster:
 
     def found(self, query):
         """How many documents *query* finds (a filter query over every document)."""
-        resp = self.session.get(self.update_url[:-len('/update')] + '/select', params={
+        resp = self.session.get(self.base + '/select', params={
             'q': '*:*', 'fq': query, 'rows': 0, 'wt': 'json'}, timeout=self.conf['timeout'])
         if resp.status_code != 200:
             raise SolrRefused('solr answered %d to a search at %s: %s' % (
