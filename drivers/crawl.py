@@ -31,7 +31,7 @@ import time
 
 from drivers.crawler_driver import CrawlerDriver
 from drivers.folder import layout, settings
-from drivers.folder.cycles import Cycles, FolderError, LockHeld, layer_name, layer_rows
+from drivers.folder.cycles import Cycles, FolderError, layer_name, layer_rows
 from drivers.html_to_xml_driver import HtmlToXmlDriver
 from drivers.merge_driver import MergeDriver
 from drivers.optimizer_driver import OptimizerDriver
@@ -41,9 +41,8 @@ from drivers.reports.html import chart_drawer, write_report_html
 from drivers.reports.progress import FetchProgress, TaskLogCounters, Ticker, Watch, YarnCounters
 from drivers.reports.status import Status
 from drivers.reports.summary import Report
-from drivers.runtime import beside, fs as fslib, hadoop, hadoop_locate
+from drivers.runtime import beside, fs as fslib, hadoop_locate, launch
 from drivers.runtime.hdfs import webhdfs_address
-from drivers.runtime.runners import TASK_ENV_ARGS, local_runner_args
 from drivers.runtime.steps import CrawlError, StepRunner
 from drivers.seeds import NO_CRAWL, NoSeeds, gather
 from jobs.lib import counters as C, media, render, routes, secretref, urls
@@ -69,11 +68,7 @@ class Crawl(StepRunner):
         self.live = live
         self.fetch_watch = None      # (FetchProgress, Ticker) while a fetch runs
         self.user_args = list(runner_args)
-        self.runner_args = list(runner_args)
-        if runner == 'hadoop':
-            self.runner_args = hadoop.runner_args(conf) + TASK_ENV_ARGS + self.runner_args
-        elif runner == 'local':
-            self.runner_args = local_runner_args() + self.runner_args
+        self.runner_args = launch.runner_args(runner, conf) + self.user_args
         self.fs = fslib.for_path(self.out)
         self.report = Report(self.out, self.fs, conf, depth, runner, settings_changes)
         self.status = Status(self.fs, self.out)
@@ -190,19 +185,12 @@ class Crawl(StepRunner):
         yields its Cycles. Another run's lock, or a folder of an incompatible layout,
         is a CrawlError."""
         self.prepare(existing)
-        cycles = Cycles(self.fs, self.out)
         try:
-            stale = cycles.lock()
-        except LockHeld as e:
-            raise CrawlError(str(e))
-        if stale:
-            self.progress(stale)
-        try:
-            yield cycles
+            with Cycles(self.fs, self.out).held(self.progress) as cycles:
+                yield cycles
         except FolderError as e:
             raise CrawlError(str(e))
         finally:
-            cycles.unlock()
             # The jobs' settings file goes with the lock, also when interrupted.
             os.remove(self._conf_file)
             self._conf_file = None

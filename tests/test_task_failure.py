@@ -120,7 +120,7 @@ def test_failed_shuffle_sort_fails_the_job_instead_of_sorting_in_memory(tmp_path
 
     import pytest
 
-    from drivers.crawl import local_runner_args
+    from drivers.runtime.runners import local_runner_args
     from jobs.current import MRCurrent
     from drivers.runtime.runners import LocalRunner, SortFailed
 

@@ -398,7 +398,7 @@ def run_warc_job(runner, inputs, warc_dir, output_dir, conf_file, prefix='mrcraw
     args = ['-r', runner, '--crawl-conf', conf_file, '--warc-dir', warc_dir,
             '--warc-prefix', prefix, '--output-dir', output_dir]
     if runner == 'local':
-        from drivers.crawl import local_runner_args
+        from drivers.runtime.runners import local_runner_args
         args += local_runner_args()
     job = MRWarc(args=args + list(inputs))
     with make_runner(job) as r:

@@ -24,9 +24,8 @@ import time
 import urllib.parse
 
 from drivers.folder import layout
-from drivers.folder.cycles import Cycles, LockHeld
-from drivers.runtime import fs as fslib, hadoop
-from drivers.runtime.runners import TASK_ENV_ARGS, local_runner_args
+from drivers.folder.cycles import Cycles
+from drivers.runtime import fs as fslib, launch
 from drivers.runtime.steps import CrawlError, StepRunner
 from jobs.lib import counters as C, secretref, solr
 from jobs.solr_index import MRSolrIndex
@@ -39,8 +38,7 @@ class SolrIndexer(StepRunner):
         self.fs = fslib.for_path(self.out)
         self.key = solr.safe_url(secretref.masked(url)[0])
         self.user_args = []
-        self.runner_args = local_runner_args() if runner == 'local' else \
-            hadoop.runner_args(conf) + TASK_ENV_ARGS if runner == 'hadoop' else []
+        self.runner_args = launch.runner_args(runner, conf)
         self._conf_file = None
         self.started = None       # when the crawl's first cycle started
 
@@ -54,17 +52,8 @@ class SolrIndexer(StepRunner):
         """Bring the Solr up to the crawl's outputs, holding the crawl's lock (a crawl
         running meanwhile would replace the outputs under the job): {'builds': [names
         posted], 'documents': the crawl's documents in Solr now, 'counters': {...}}."""
-        cycles = Cycles(self.fs, self.out)
-        try:
-            stale = cycles.lock()
-        except LockHeld as e:
-            raise CrawlError(str(e))
-        if stale:
-            self.progress(stale)
-        try:
+        with Cycles(self.fs, self.out).held(self.progress) as cycles:
             return self._run(cycles)
-        finally:
-            cycles.unlock()
 
     def _run(self, cycles):
         outputs = self._read(layout.OUTPUTS)

@@ -12,11 +12,13 @@ A cycle that did not finish (a crash, a STOP file) is resumed instead.
                           "settings_changed": [{"key", "from", "to"}]}
     OUT/lock.json        {"host", "pid", "started"} while a run holds the folder
 """
+import contextlib
 import json
 import os
 import socket
 
 from drivers.folder import layout
+from drivers.runtime.steps import CrawlError
 from jobs.lib.records import now_iso
 
 #: Layout version of the cycle files. A folder written by a newer, incompatible layout
@@ -126,6 +128,21 @@ class Cycles:
 
     def unlock(self):
         self.fs.rm(self.fs.join(self.out, layout.LOCK))
+
+    @contextlib.contextmanager
+    def held(self, say):
+        """The lock (:meth:`lock`) held while the body runs; another run's is a
+        CrawlError, and a stale one taken over is told to *say*."""
+        try:
+            stale = self.lock()
+        except LockHeld as e:
+            raise CrawlError(str(e))
+        if stale:
+            say(stale)
+        try:
+            yield self
+        finally:
+            self.unlock()
 
 
 def layer_name(n):

@@ -17,8 +17,17 @@ nodes get jobs/ alone: hadoop.jobs_zip), so the choice is made here, by the driv
 A job run as a script (``python -m jobs.fetch ...``) has no driver and runs on mrjob's
 own runners, as any MRJob does.
 """
+from drivers.runtime import hadoop
 from drivers.runtime.hadoop import HadoopRunner, StagedInlineRunner
-from drivers.runtime.runners import InlineRunner, LocalRunner
+from drivers.runtime.runners import TASK_ENV_ARGS, InlineRunner, LocalRunner, local_runner_args
+
+
+def runner_args(runner, conf):
+    """The switches every job a driver runs on *runner* gets before the user's own:
+    shipping and the Hadoop found for ``hadoop``, the fork server's for ``local``."""
+    if runner == 'hadoop':
+        return hadoop.runner_args(conf) + TASK_ENV_ARGS
+    return local_runner_args() if runner == 'local' else []
 
 
 def runner_class(job):
